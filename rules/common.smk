@@ -1,0 +1,46 @@
+import os
+import sys
+from pathlib import Path
+
+# Rules run this checkout's package (`python -m mirage ...`), so a conda env needs only the
+# dependencies; jobs inherit PYTHONPATH locally and re-read this file on a Slurm node.
+SRC = str(Path(workflow.basedir) / "src")
+sys.path.insert(0, SRC)
+os.environ.update(
+    PYTHONPATH=os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+)
+
+from mirage.config import load_schema, validate  # noqa: E402
+from mirage.traces.fetch import PUBLISHED  # noqa: E402
+
+validate(config, load_schema(Path(workflow.basedir) / "config" / "schema.yaml"))
+
+CLUSTERS = sorted(config["clusters"])
+SPLITS = ["train", "validation"]
+
+
+wildcard_constraints:
+    cluster="|".join(CLUSTERS),
+    split="|".join(SPLITS),
+
+
+def cluster_cfg(wildcards):
+    return config["clusters"][wildcards.cluster]
+
+
+def raw_trace(wildcards):
+    """The raw trace a cluster's config asks for: synthetic, the publisher's file, or a path."""
+    cfg = config["clusters"][wildcards.cluster]
+    if cfg["source"] == "synthetic":
+        return f"results/{wildcards.cluster}/raw/synthetic.log"
+    if cfg["source"] == "fetch":
+        return f"results/{wildcards.cluster}/raw/{PUBLISHED[wildcards.cluster][0]}"
+    return cfg["path"]
+
+
+def clean_flags(wildcards):
+    cfg = config["clusters"][wildcards.cluster]
+    flags = f"--format {cfg.get('format', 'auto')}"
+    if "procs_per_node" in cfg:
+        flags += f" --procs-per-node {cfg['procs_per_node']}"
+    return flags

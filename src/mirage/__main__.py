@@ -1,0 +1,3 @@
+from mirage.cli import main
+
+raise SystemExit(main())

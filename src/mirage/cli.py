@@ -1,0 +1,180 @@
+"""The ``mirage`` command line: one subcommand per pipeline step, called by the workflow rules.
+
+Bad input ends with one line ``mirage: error: ...`` naming the problem and the fix, and exit
+status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from mirage.errors import MirageError
+
+
+def _trace_clean(args) -> None:
+    from mirage.traces.clean import clean_trace, write_outputs
+
+    kept, quarantine, report = clean_trace(
+        args.input, cluster=args.cluster, fmt=args.format, procs_per_node=args.procs_per_node,
+        fill_limit_min=args.fill_limit_min,
+    )
+    qpath = write_outputs(kept, quarantine, report, args.out, args.report, args.quarantine)
+    q = sum(report["quarantined"].values())
+    print(
+        f"{args.input}: {report['rows_in']} rows in, {report['rows_kept']} kept, {q} quarantined "
+        f"({', '.join(f'{k}={v}' for k, v in report['quarantined'].items()) or 'none'}) -> "
+        f"{args.out}; side file {qpath}"
+    )
+
+
+def _trace_detect(args) -> None:
+    from mirage.traces.read import detect_format
+
+    print(detect_format(args.input))
+
+
+def _trace_synth(args) -> None:
+    from mirage.traces.synth import synthesize
+    from mirage.traces.write import write_tacc
+
+    params = None
+    if args.params:
+        import yaml
+
+        params = yaml.safe_load(Path(args.params).read_text())
+    jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed, params=params)
+    out = Path(args.out)
+    if out.suffix == ".parquet":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        jobs.to_parquet(out, index=False)
+    else:
+        write_tacc(jobs, out)
+    print(f"synthetic {args.cluster}: {len(jobs)} jobs over {args.days} days (seed {args.seed}) -> {out}")
+
+
+def _trace_split(args) -> None:
+    import pandas as pd
+
+    from mirage.traces.split import check_coverage, split_window
+
+    jobs = pd.read_parquet(args.input)
+    for name, start, end, out in (
+        ("train", args.train_start, args.train_end, args.train_out),
+        ("validation", args.validation_start, args.validation_end, args.validation_out),
+    ):
+        check_coverage(jobs, start, end, name)
+        part = split_window(jobs, start, end, history_hours=args.history_hours, horizon_hours=args.horizon_hours)
+        Path(out).parent.mkdir(parents=True, exist_ok=True)
+        part.to_parquet(out, index=False)
+        print(f"{name} {start}..{end}: {int(part['in_window'].sum())} jobs in window, {len(part)} with context -> {out}")
+
+
+def _trace_fetch(args) -> None:
+    from mirage.traces.fetch import fetch
+
+    info = fetch(args.cluster, args.out, timeout=args.timeout)
+    print(json.dumps(info, indent=2))
+
+
+def _config_validate(args) -> None:
+    import yaml
+
+    from mirage.config import load_schema, validate
+
+    schema = Path(args.schema) if args.schema else Path(args.config).with_name("schema.yaml")
+    try:
+        config = yaml.safe_load(Path(args.config).read_text()) or {}
+    except (OSError, yaml.YAMLError) as exc:
+        raise MirageError(f"cannot read config {args.config}: {exc}") from None
+    validate(config, load_schema(schema), source=args.config)
+    print(f"{args.config}: valid")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mirage", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    trace = sub.add_parser("trace", help="read, clean, synthesize, split and fetch job traces")
+    tsub = trace.add_subparsers(dest="trace_command", required=True)
+
+    p = tsub.add_parser("clean", help="read any supported trace and clean it losslessly")
+    p.add_argument("input")
+    p.add_argument("--cluster", required=True, help="cluster key written into every row")
+    p.add_argument("--out", required=True, help="clean canonical table (.parquet)")
+    p.add_argument("--report", required=True, help="JSON report: rows_in, rows_kept, quarantined")
+    p.add_argument("--quarantine", help="side file of refused rows (default: OUT stem + .quarantine.csv)")
+    p.add_argument("--format", default="auto", choices=["auto", "tacc", "sacct", "swf", "parquet"])
+    p.add_argument("--procs-per-node", type=int, help="SWF only: processors per node")
+    p.add_argument("--fill-limit-min", type=int, help="limit for unlimited jobs (default: trace max)")
+    p.set_defaults(func=_trace_clean)
+
+    p = tsub.add_parser("detect", help="print the detected format of a trace file")
+    p.add_argument("input")
+    p.set_defaults(func=_trace_detect)
+
+    p = tsub.add_parser("synth", help="generate a calibrated synthetic trace")
+    p.add_argument("cluster", choices=["ls6", "frontera", "longhorn"])
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--start", default="2022-11-01")
+    p.add_argument("--days", type=float, default=60)
+    p.add_argument("--params", help="YAML file overriding calibration parameters")
+    p.add_argument("--out", required=True, help=".log (TACC text) or .parquet (canonical)")
+    p.set_defaults(func=_trace_synth)
+
+    p = tsub.add_parser("split", help="cut a clean trace into training and validation windows")
+    p.add_argument("input")
+    for name in ("train", "validation"):
+        p.add_argument(f"--{name}-start", required=True)
+        p.add_argument(f"--{name}-end", required=True)
+        p.add_argument(f"--{name}-out", required=True)
+    p.add_argument("--history-hours", type=float, required=True)
+    p.add_argument("--horizon-hours", type=float, required=True)
+    p.set_defaults(func=_trace_split)
+
+    p = tsub.add_parser("fetch", help="download a published trace (needs network)")
+    p.add_argument("cluster")
+    p.add_argument("--out", required=True)
+    p.add_argument("--timeout", type=float, default=60.0)
+    p.set_defaults(func=_trace_fetch)
+
+    cfg = sub.add_parser("config", help="check a workflow config")
+    csub = cfg.add_subparsers(dest="config_command", required=True)
+    p = csub.add_parser("validate", help="validate a config against its schema")
+    p.add_argument("config")
+    p.add_argument("--schema", help="default: schema.yaml beside the config")
+    p.set_defaults(func=_config_validate)
+
+    bench = sub.add_parser("bench", help="benchmarks that print figures")
+    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    _register_optional(sub, bsub)
+    return parser
+
+
+def _register_optional(sub, bsub) -> None:
+    """Stages that live in their own subpackages add their commands here."""
+    try:
+        from mirage.sim import cli as sim_cli
+    except ImportError:
+        return
+    sim_cli.register(sub)
+    sim_cli.register_bench(bsub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except MirageError as exc:
+        print(f"mirage: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("mirage: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
