@@ -1,0 +1,1 @@
+"""Trace layer: read any supported source into the canonical job table, clean, split."""

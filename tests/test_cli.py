@@ -1,0 +1,38 @@
+"""The command line as a user meets it: real subprocesses, exit codes, no tracebacks."""
+
+import json
+import subprocess
+import sys
+
+from conftest import DATA
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "mirage", *args], capture_output=True, text=True)
+
+
+def test_clean_writes_table_side_file_and_report(tmp_path):
+    out, report, side = tmp_path / "c.parquet", tmp_path / "r.json", tmp_path / "q.csv"
+    res = run("trace", "clean", str(DATA / "sacct_parsable2.txt"), "--cluster", "s",
+              "--out", str(out), "--report", str(report), "--quarantine", str(side))
+    assert res.returncode == 0, res.stderr
+    data = json.loads(report.read_text())
+    assert data["rows_in"] == data["rows_kept"] + sum(data["quarantined"].values())
+    assert len(side.read_text().strip().splitlines()) == 1 + sum(data["quarantined"].values())
+    assert "11 rows in, 5 kept, 6 quarantined" in res.stdout
+
+
+def test_bad_input_gives_one_line_error(tmp_path):
+    bad = tmp_path / "x.log"
+    bad.write_bytes(b"\x00\x01\x02")
+    res = run("trace", "clean", str(bad), "--cluster", "s", "--out", str(tmp_path / "o.parquet"),
+              "--report", str(tmp_path / "r.json"))
+    assert res.returncode == 2
+    assert "Traceback" not in res.stderr
+    assert res.stderr.startswith("mirage: error: ") and str(bad) in res.stderr and "binary" in res.stderr
+    assert not (tmp_path / "o.parquet").exists()
+
+
+def test_detect():
+    assert run("trace", "detect", str(DATA / "sample.swf")).stdout.strip() == "swf"
+    assert run("trace", "detect", str(DATA / "tacc_fixed.log")).stdout.strip() == "tacc"
