@@ -3,11 +3,16 @@ import sys
 from pathlib import Path
 
 # Rules run this checkout's package (`python -m mirage ...`), so a conda env needs only the
-# dependencies; jobs inherit PYTHONPATH locally and re-read this file on a Slurm node.
+# dependencies. Without --sdm conda, `python` is the interpreter running Snakemake (e.g. .venv's
+# even when it is not activated); a conda env's activation puts its own python first. Jobs
+# inherit this environment locally and re-read this file on a Slurm node.
 SRC = str(Path(workflow.basedir) / "src")
 sys.path.insert(0, SRC)
 os.environ.update(
-    PYTHONPATH=os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)
+    PYTHONPATH=os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
+    PATH=os.pathsep.join(
+        (str(Path(sys.executable).parent), os.environ.get("PATH", ""))
+    ),
 )
 
 from mirage.config import load_schema, validate  # noqa: E402

@@ -1,0 +1,94 @@
+"""The Snakemake workflow: lint, formatting, dry runs of every shipped config, and a real run
+of the whole DAG on the tiny config."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import LS6, REPO
+
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def snakemake(*args, cwd=REPO):
+    return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+
+
+def test_lint_clean():
+    res = snakemake("--lint")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "Congratulations, your workflow is in a good condition!" in res.stdout + res.stderr
+
+
+def test_snakefmt_clean():
+    snakefmt = Path(sys.executable).with_name("snakefmt")
+    res = subprocess.run([str(snakefmt), "--check", "Snakefile", "rules"], cwd=REPO, capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+@pytest.mark.parametrize("configfile", [None, "config/paper.yaml", "config/tiny.yaml", "config/ls6-real.yaml"])
+def test_dry_run(configfile):
+    args = ["-n", "--quiet", "rules"] + (["--configfile", configfile] if configfile else [])
+    res = snakemake(*args)
+    assert res.returncode == 0, res.stdout + res.stderr
+    text = res.stdout + res.stderr
+    if configfile is None:
+        for cluster in ("frontera", "longhorn", "ls6"):
+            assert f"results/{cluster}" in snakemake("-n", "--forceall").stdout
+    if configfile == "config/paper.yaml":
+        assert "fetch_trace" in text and "synth_trace" not in text
+
+
+def test_bad_config_names_the_key(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO / "config" / "tiny.yaml").read_text().replace("source: synthetic", "source: nowhere"))
+    res = snakemake("-n", "--configfile", str(bad))
+    assert res.returncode != 0
+    assert "clusters.ls6.source" in res.stdout + res.stderr
+
+
+def _run_tiny(workdir):
+    res = snakemake("-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2",
+                    "--configfile", str(REPO / "config" / "tiny.yaml"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+
+
+@pytest.mark.slow
+def test_tiny_config_runs_the_whole_dag(tmp_path):
+    _run_tiny(tmp_path / "a")
+    trace = tmp_path / "a" / "results" / "ls6" / "trace"
+    report = json.loads((trace / "clean_report.json").read_text())
+    assert report["rows_in"] == report["rows_kept"] + sum(report["quarantined"].values())
+    assert report["rows_kept"] > 500
+    train = pd.read_parquet(trace / "train.parquet")
+    val = pd.read_parquet(trace / "validation.parquet")
+    assert train["in_window"].sum() > 0 and val["in_window"].sum() > 0
+    assert train.loc[train["in_window"], "submit"].max() < val.loc[val["in_window"], "submit"].min()
+    for rule in ("synth_trace", "clean_trace", "split_trace"):
+        assert (tmp_path / "a" / "logs" / "ls6" / f"{rule}.log").exists()
+        assert (tmp_path / "a" / "benchmarks" / "ls6" / f"{rule}.tsv").exists()
+    # deterministic: a second run from scratch gives identical tables
+    _run_tiny(tmp_path / "b")
+    for name in ("clean.parquet", "train.parquet", "validation.parquet"):
+        pd.testing.assert_frame_equal(
+            pd.read_parquet(trace / name), pd.read_parquet(tmp_path / "b" / "results" / "ls6" / "trace" / name)
+        )
+
+
+@pytest.mark.slow
+def test_real_trace_config_runs(tmp_path):
+    if not LS6.exists():
+        pytest.skip("real trace absent")
+    work = tmp_path / "w"
+    work.mkdir()
+    cfg = (REPO / "config" / "ls6-real.yaml").read_text().replace("../shared/traces/ls6-a100.log", str(LS6))
+    (work / "real.yaml").write_text(cfg)
+    res = snakemake("-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "2", "--configfile", str(work / "real.yaml"))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    report = json.loads((work / "results" / "ls6" / "trace" / "clean_report.json").read_text())
+    assert (report["rows_in"], report["rows_kept"]) == (24777, 24776)
+    shutil.rmtree(work / ".snakemake", ignore_errors=True)
