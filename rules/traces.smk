@@ -79,8 +79,28 @@ rule split_trace:
         " --history-hours {params.history} --horizon-hours {params.horizon} > {log} 2>&1"
 
 
+rule profile_trace:
+    input:
+        clean="results/{cluster}/trace/clean.parquet",
+    output:
+        profile="results/{cluster}/trace/profile.json",
+        figure="results/{cluster}/figures/trace_profile.png",
+    params:
+        label=lambda w: cluster_cfg(w)["label"],
+    log:
+        "logs/{cluster}/profile_trace.log",
+    benchmark:
+        "benchmarks/{cluster}/profile_trace.tsv"
+    conda:
+        "../envs/report.yaml"
+    shell:
+        "python -m mirage trace profile {input.clean} --out {output.profile}"
+        " --figure {output.figure} --label '{params.label}' > {log} 2>&1"
+
+
 rule traces:
     input:
+        expand("results/{cluster}/figures/trace_profile.png", cluster=CLUSTERS),
         expand(
             "results/{cluster}/trace/{split}.parquet", cluster=CLUSTERS, split=SPLITS
         ),

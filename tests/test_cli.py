@@ -36,3 +36,15 @@ def test_bad_input_gives_one_line_error(tmp_path):
 def test_detect():
     assert run("trace", "detect", str(DATA / "sample.swf")).stdout.strip() == "swf"
     assert run("trace", "detect", str(DATA / "tacc_fixed.log")).stdout.strip() == "tacc"
+
+
+def test_profile_json_and_figure(tmp_path):
+    clean = tmp_path / "c.parquet"
+    assert run("trace", "clean", str(DATA / "tacc_tab.log"), "--cluster", "t", "--out", str(clean),
+               "--report", str(tmp_path / "r.json")).returncode == 0
+    res = run("trace", "profile", str(clean), "--out", str(tmp_path / "p.json"), "--figure",
+              str(tmp_path / "p.png"), "--reference", str(clean))
+    assert res.returncode == 0, res.stderr
+    profile = json.loads((tmp_path / "p.json").read_text())
+    assert profile["trace"]["jobs"] == 3 and profile["difference"]["jobs"]["abs"] == 0
+    assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -72,6 +72,27 @@ def _trace_split(args) -> None:
         print(f"{name} {start}..{end}: {int(part['in_window'].sum())} jobs in window, {len(part)} with context -> {out}")
 
 
+def _trace_profile(args) -> None:
+    import pandas as pd
+
+    from mirage.figures.traces import plot_trace
+    from mirage.traces.profile import compare_profiles, trace_profile
+
+    jobs = pd.read_parquet(args.input)
+    reference = pd.read_parquet(args.reference) if args.reference else None
+    profile = {"trace": trace_profile(jobs)}
+    if reference is not None:
+        profile["reference"] = trace_profile(reference)
+        profile["difference"] = compare_profiles(profile["trace"], profile["reference"])
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(profile, indent=2, default=float) + "\n")
+    if args.figure:
+        plot_trace(jobs, args.figure, label=args.label, reference=reference, reference_label=args.reference_label)
+    p = profile["trace"]
+    print(f"{args.input}: {p['jobs']} jobs, {p['jobs_per_day']:.1f}/day, mean busy nodes "
+          f"{p['busy_nodes_mean']:.1f}, {p['wait_over_1h_share']:.1%} wait > 1 h -> {args.out}")
+
+
 def _trace_fetch(args) -> None:
     from mirage.traces.fetch import fetch
 
@@ -133,6 +154,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--history-hours", type=float, required=True)
     p.add_argument("--horizon-hours", type=float, required=True)
     p.set_defaults(func=_trace_split)
+
+    p = tsub.add_parser("profile", help="statistics of a clean trace (JSON) and a figure")
+    p.add_argument("input", help="clean canonical table (.parquet)")
+    p.add_argument("--out", required=True, help="profile JSON")
+    p.add_argument("--figure", help="PNG of the profile")
+    p.add_argument("--label", default="trace")
+    p.add_argument("--reference", help="another clean table to compare with (e.g. the real trace)")
+    p.add_argument("--reference-label", default="reference")
+    p.set_defaults(func=_trace_profile)
 
     p = tsub.add_parser("fetch", help="download a published trace (needs network)")
     p.add_argument("cluster")

@@ -34,7 +34,7 @@ def trace_profile(df: pd.DataFrame, start=None, end=None) -> dict:
     wait_min = (win["start"] - win["submit"]).dt.total_seconds().to_numpy() / 60
     ratio = np.clip(run_min / limit, 0.0, 1.0)
 
-    busy = _busy_nodes(df, t0, t1)
+    busy = busy_nodes(df, t0, t1)
     daily_busy = busy.resample("D").mean()
     return {
         "days": float(days),
@@ -103,7 +103,7 @@ def _quantiles(x: np.ndarray, qs=QUANTILES) -> dict[str, float]:
     return {f"q{round(q * 100)}": float(v) for q, v in zip(qs, np.quantile(x, qs))}
 
 
-def _busy_nodes(df: pd.DataFrame, t0: pd.Timestamp, t1: pd.Timestamp) -> pd.Series:
+def busy_nodes(df: pd.DataFrame, t0: pd.Timestamp, t1: pd.Timestamp) -> pd.Series:
     """Nodes in use sampled every 10 minutes over the window."""
     grid = pd.date_range(t0, t1, freq=GRID, inclusive="left")
     starts = df["start"].to_numpy("datetime64[s]")

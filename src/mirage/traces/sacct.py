@@ -83,17 +83,18 @@ def tokenise(lines: list[Line], path) -> Tokenised:
 
 
 def _tokenise_parsable(lines: list[Line], h: int) -> Tokenised:
-    header = _strip_trailing_empty(lines[h].text.split("|"))
+    header = lines[h].text.rstrip().split("|")
+    # --parsable (unlike --parsable2) ends every line with a delimiter; its header shows it.
+    trailing = len(header) > 1 and header[-1] == ""
+    if trailing:
+        header = header[:-1]
     rows = []
     for ln in lines[h + 1 :]:
-        fields = _strip_trailing_empty(ln.text.split("|"))
+        fields = ln.text.rstrip("\r\n").split("|")
+        if trailing and len(fields) > 1 and fields[-1].strip() == "":
+            fields = fields[:-1]
         rows.append(_check_row(ln, fields, header))
-    return Tokenised(header, lines[h].number, "parsable", rows)
-
-
-def _strip_trailing_empty(fields: list[str]) -> list[str]:
-    # --parsable (not parsable2) ends every line with a delimiter.
-    return fields[:-1] if len(fields) > 1 and fields[-1].strip() == "" else fields
+    return Tokenised(header, lines[h].number, "parsable2" if not trailing else "parsable", rows)
 
 
 def _tokenise_text(lines: list[Line], h: int) -> Tokenised:

@@ -1,0 +1,1 @@
+"""Figures: each result a person would rather see than read."""
