@@ -85,14 +85,14 @@ rule profile_trace:
     output:
         profile="results/{cluster}/trace/profile.json",
         figure="results/{cluster}/figures/trace_profile.png",
-    params:
-        label=lambda w: cluster_cfg(w)["label"],
     log:
         "logs/{cluster}/profile_trace.log",
     benchmark:
         "benchmarks/{cluster}/profile_trace.tsv"
     conda:
         "../envs/report.yaml"
+    params:
+        label=lambda w: cluster_cfg(w)["label"],
     shell:
         "python -m mirage trace profile {input.clean} --out {output.profile}"
         " --figure {output.figure} --label '{params.label}' > {log} 2>&1"
