@@ -18,7 +18,11 @@ os.environ.update(
 from mirage.config import load_schema, validate  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
-validate(config, load_schema(Path(workflow.basedir) / "config" / "schema.yaml"))
+validate(
+    config,
+    load_schema(Path(workflow.basedir) / "config" / "schema.yaml"),
+    source=", ".join(map(str, workflow.configfiles)) or "config",
+)
 
 CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
