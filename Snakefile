@@ -17,9 +17,11 @@ if not config:
 
 include: "rules/common.smk"
 include: "rules/traces.smk"
+include: "rules/samples.smk"
 
 
 rule all:
     default_target: True
     input:
         rules.traces.input,
+        rules.samples.input,

@@ -26,11 +26,15 @@ validate(
 
 CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
+MODES = config["samples"]["sim_modes"]
+SHARDS = config["samples"]["shards"]
 
 
 wildcard_constraints:
     cluster="|".join(CLUSTERS),
     split="|".join(SPLITS),
+    mode="|".join(MODES),
+    shard=r"\d+",
 
 
 def cluster_cfg(wildcards):

@@ -38,7 +38,8 @@ def test_error_names_the_bad_key(mutate, key):
 
 def test_cli_validate(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
-    bad.write_text("seed: 1\nclusters: {}\nsplit: {history_hours: 1, horizon_hours: 1}\n")
+    bad.write_text("seed: 1\nclusters: {}\nsplit: {history_hours: 1, horizon_hours: 1}\n"
+                   "samples: {every_hours: 4, chain_nodes: [1], sim_modes: [compat], shards: 1}\n")
     code = main(["config", "validate", str(bad), "--schema", str(REPO / "config" / "schema.yaml")])
     assert code == 2
     assert "key `clusters`" in capsys.readouterr().err

@@ -185,12 +185,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub, bsub) -> None:
     """Stages that live in their own subpackages add their commands here."""
-    try:
-        from mirage.sim import cli as sim_cli
-    except ImportError:
-        return
+    from mirage.samples import cli as samples_cli
+    from mirage.sim import cli as sim_cli
+
     sim_cli.register(sub)
     sim_cli.register_bench(bsub)
+    samples_cli.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,1 @@
+"""Provisioning samples: every decision point of a predecessor's life, with its outcome."""
