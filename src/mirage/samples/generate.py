@@ -97,71 +97,99 @@ class _Observer:
         return vec, feats
 
 
+def pred_columns(t: int, t_pred: int, start: int, limit_s: int) -> dict:
+    """What the service knows of its own predecessor at time ``t`` (start < 0: still pending)."""
+    running = 0 <= start <= t
+    return {
+        "pred_running": running,
+        "pred_elapsed_h": (t - start) / 3600 if running else 0.0,
+        "pred_wait_h": ((start if running else t) - t_pred) / 3600,
+        "pred_remaining_h": (start + limit_s - t) / 3600 if running else float("nan"),
+    }
+
+
+class Episode:
+    """One predecessor's life in a warm-started simulation, stepped decision point by point.
+
+    Iterating yields ``(t, point_row)`` at every decision point; between two points the caller
+    may read :meth:`window`, query the simulator (``self.sim``) or insert the successor into it.
+    ``history`` collects the 42-number state of every step, 24 h before the first point on.
+    """
+
+    def __init__(self, table: JobTable, profile, spec: SampleSpec, *, step_s: int = STEP_S):
+        self.spec = spec
+        self.step_s = step_s
+        self.limit_s = CHAIN_LIMIT_MIN * 60
+        t0 = int(spec.start.value // 10**9)
+        self.t_pred = t0 + WARMUP_S
+        self.sim = warm_start(table, profile, t0, record=True)
+        self.obs = _Observer(self.sim, spec.chain_nodes)
+        self.history: list[np.ndarray] = []
+        # 143 steps of history before the predecessor's submission; point 0 adds the 144th
+        for t in range(self.t_pred - (HISTORY_STEPS - 1) * step_s, self.t_pred, step_s):
+            self.sim.run_until(t)
+            self.history.append(self.obs.observe(t, None)[0])
+        self.pred = self.sim.insert_job(self.t_pred, spec.chain_nodes, self.limit_s, user=SERVICE_USER)
+
+    def window(self) -> np.ndarray:
+        """The 144x42 state history ending at the current decision point."""
+        return np.vstack(self.history[-HISTORY_STEPS:])
+
+    def pred_start(self) -> int:
+        return self.sim.starts.get(self.pred, -1)
+
+    def __iter__(self):
+        t, k = self.t_pred, 0
+        while True:
+            self.sim.run_until(t)
+            start = self.pred_start()
+            vec, feats = self.obs.observe(t, (self.t_pred, start, self.limit_s))
+            self.history.append(vec)
+            row = {"sample_id": self.spec.sample_id, "k": k, "t": pd.Timestamp(t, unit="s"),
+                   **pred_columns(t, self.t_pred, start, self.limit_s), **feats}
+            yield t, row
+            if start >= 0 and t >= start + self.limit_s:
+                return  # that was the predecessor's end: the reactive point
+            t, k = t + self.step_s, k + 1
+            if start >= 0:
+                t = min(t, start + self.limit_s)
+            elif t - self.t_pred > MAX_WAIT_S:
+                raise RuntimeError(f"sample {self.spec}: the predecessor did not start within 30 days")
+
+
 def generate_sample(table: JobTable, profile, spec: SampleSpec, *, step_s: int = STEP_S) -> dict:
     """Simulate one sample; returns ``{"sample": dict, "points": DataFrame, "history": array}``.
 
     ``history`` has ``n_points + HISTORY_STEPS - 1`` rows: the state at decision point k is
     ``history[k : k + HISTORY_STEPS]``, the last 24 h ending at that point.
     """
-    t0 = int(spec.start.value // 10**9)
-    t_pred = t0 + WARMUP_S
-    sim = warm_start(table, profile, t0, record=True)
-    obs = _Observer(sim, spec.chain_nodes)
-
-    history: list[np.ndarray] = []
-    # 143 steps of history before the predecessor's submission; point 0 adds the 144th
-    for t in range(t_pred - (HISTORY_STEPS - 1) * step_s, t_pred, step_s):
-        sim.run_until(t)
-        history.append(obs.observe(t, None)[0])
-
-    limit_s = CHAIN_LIMIT_MIN * 60
-    pred = sim.insert_job(t_pred, spec.chain_nodes, limit_s, user=SERVICE_USER)
-    rows = []
-    censored = 0
-    t = t_pred
-    while True:
-        sim.run_until(t)
-        start = sim.starts.get(pred, -1)
-        vec, feats = obs.observe(t, (t_pred, start, limit_s))
-        succ_start = what_if(sim.snapshot(), t, spec.chain_nodes, CHAIN_LIMIT_MIN, SERVICE_USER,
+    ep = Episode(table, profile, spec, step_s=step_s)
+    rows, succ_starts, censored = [], [], 0
+    for t, row in ep:
+        succ_start = what_if(ep.sim.snapshot(), t, spec.chain_nodes, CHAIN_LIMIT_MIN, SERVICE_USER,
                              max_wait_s=MAX_WAIT_S)
         if succ_start is None:  # not started within MAX_WAIT_S: censored at that bound
             succ_start, censored = t + MAX_WAIT_S, censored + 1
-        history.append(vec)
-        rows.append({"t_s": t, "succ_start_s": succ_start, "pred_start_s": start, **feats})
-        if start >= 0 and t >= start + limit_s:
-            break  # that was the predecessor's end: the reactive point
-        t += step_s
-        if start >= 0:
-            t = min(t, start + limit_s)
-        elif t - t_pred > MAX_WAIT_S:
-            raise RuntimeError(f"sample {spec}: the predecessor did not start within 30 days")
-    pred_start = sim.starts[pred]
-    pred_end = pred_start + limit_s
+        rows.append(row)
+        succ_starts.append(succ_start)
+    pred_start = ep.pred_start()
+    pred_end = pred_start + ep.limit_s
     points = pd.DataFrame(rows)
-    points.insert(0, "k", np.arange(len(points)))
-    points.insert(0, "sample_id", spec.sample_id)
-    points["t"] = pd.to_datetime(points["t_s"], unit="s").astype("datetime64[s]")
-    succ = points["succ_start_s"].astype("float64")
-    points["x_h"] = (succ - pred_end) / 3600.0
-    points["pred_running"] = (points["t_s"] >= pred_start).to_numpy()
-    points["pred_elapsed_h"] = np.where(points["pred_running"], (points["t_s"] - pred_start) / 3600, 0.0)
-    points["pred_wait_h"] = np.where(points["pred_running"], (pred_start - t_pred) / 3600, (points["t_s"] - t_pred) / 3600)
-    points["pred_remaining_h"] = np.where(points["pred_running"], (pred_end - points["t_s"]) / 3600, np.nan)
-    points = points.drop(columns=["t_s", "succ_start_s", "pred_start_s"])
+    points["t"] = points["t"].astype("datetime64[s]")
+    points.insert(3, "x_h", (np.asarray(succ_starts, dtype=np.float64) - pred_end) / 3600.0)
     sample = {
         "sample_id": spec.sample_id,
         "cluster": spec.cluster,
         "split": spec.split,
         "chain_nodes": spec.chain_nodes,
         "sample_start": spec.start,
-        "pred_submit": pd.Timestamp(t_pred, unit="s"),
+        "pred_submit": pd.Timestamp(ep.t_pred, unit="s"),
         "pred_start": pd.Timestamp(pred_start, unit="s"),
         "pred_end": pd.Timestamp(pred_end, unit="s"),
         "n_points": len(points),
         "reactive_x_h": float(points["x_h"].iloc[-1]),
         "censored_points": censored,
     }
-    hist = np.vstack(history).astype(np.float32)
+    hist = np.vstack(ep.history).astype(np.float32)
     assert hist.shape == (len(points) + HISTORY_STEPS - 1, N_STATE)
     return {"sample": sample, "points": points, "history": hist}
