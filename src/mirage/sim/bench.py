@@ -1,0 +1,103 @@
+"""``mirage bench sim``: speed of full replay, single what-if queries and a predecessor sweep.
+
+A benchmark, not a test: it prints figures (and writes JSON with ``--out``); nothing asserts.
+All timings are wall-clock on one core, single process.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from .jobs import JobTable, to_seconds, to_timestamp
+from .profile import ClusterProfile, compat_profile
+from .warmstart import get_static, warm_start
+from .whatif import sweep_successor, what_if
+
+DAY = 86400
+
+
+def bench_replay(table: JobTable, profile: ClusterProfile, repeat: int = 3) -> dict:
+    get_static(table, profile)  # one-off preparation, not part of a replay
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        sim = warm_start(table, profile, record=True)
+        sim.run_until()
+        best = min(best, time.perf_counter() - t)
+    return {"jobs": len(table), "seconds": best, "jobs_per_s": len(table) / best}
+
+
+def bench_whatif(table: JobTable, profile: ClusterProfile, queries: int = 200, seed: int = 0,
+                 nodes: int = 1, limit_min: int = 2880) -> dict:
+    """Median time of one what-if from a snapshot; snapshot times drawn uniformly (seeded) over
+    the trace after its first start, each probe submitted at the snapshot's time."""
+    rng = np.random.default_rng(seed)
+    lo, hi = int(table.start.min()), int(table.submit.max())
+    times = np.sort(rng.integers(lo, hi, size=queries))
+    sim = warm_start(table, profile, int(times[0]), record=False)
+    dts, waits = [], []
+    for t in times.tolist():
+        sim.run_until(t)
+        snap = sim.snapshot()
+        t0 = time.perf_counter()
+        s = what_if(snap, t, nodes, limit_min)
+        dts.append(time.perf_counter() - t0)
+        waits.append(np.nan if s is None else (s - t) / 3600)
+    dts = np.array(dts)
+    waits = np.array(waits)
+    loaded = waits > 1.0  # the probe had to queue: the query simulated hours of the cluster
+    return {"queries": queries, "median_ms": float(np.median(dts) * 1e3),
+            "loaded_queries": int(loaded.sum()),
+            "loaded_median_ms": float(np.median(dts[loaded]) * 1e3) if loaded.any() else None,
+            "p90_ms": float(np.percentile(dts, 90) * 1e3), "max_ms": float(dts.max() * 1e3),
+            "median_probe_wait_h": float(np.nanmedian(waits))}
+
+
+def bench_sweep(table: JobTable, profile: ClusterProfile, pred_submits, nodes: int = 1,
+                limit_min: int = 2880, warmup_s: int = 2 * DAY) -> list[dict]:
+    """One predecessor (``nodes``, 48 h, runs to its limit) per submit time, simulated from a warm
+    start ``warmup_s`` earlier; time of answering every 10-minute decision point of its life."""
+    out = []
+    for ps in pred_submits:
+        ps = to_seconds(ps)
+        base = warm_start(table, profile, ps - warmup_s, record=False)
+        pj = base.insert_job(ps, nodes, limit_min * 60)
+        base.run_until(ps)
+        t = time.perf_counter()
+        pts = sweep_successor(base, pj, nodes=nodes, limit_min=limit_min)
+        dt = time.perf_counter() - t
+        out.append({"pred_submit": str(to_timestamp(ps)), "queries": len(pts), "seconds": dt,
+                    "pred_wait_h": (base.starts.get(pj, ps) - ps) / 3600})
+    return out
+
+
+def run_bench(table: JobTable, profile: ClusterProfile, *, queries: int = 200,
+              sweeps=("2022-12-15T00:00:00", "2023-01-20T00:00:00", "2023-02-10T00:00:00",
+                      "2023-03-03T00:00:00", "2023-03-20T00:00:00"),
+              seed: int = 0, echo=print) -> dict:
+    res: dict = {"cluster": profile.cluster}
+    res["replay"] = bench_replay(table, profile)
+    echo(f"full replay, {profile.cluster} profile: {res['replay']['jobs']} jobs in "
+         f"{res['replay']['seconds']:.2f} s = {res['replay']['jobs_per_s']:,.0f} jobs/s")
+    res["replay_compat"] = bench_replay(table, compat_profile(profile.cluster))
+    echo(f"full replay, compat profile: {res['replay_compat']['jobs_per_s']:,.0f} jobs/s")
+    res["whatif"] = bench_whatif(table, profile, queries=queries, seed=seed)
+    w = res["whatif"]
+    echo(f"what-if from a snapshot ({w['queries']} random times, 1 node, 48 h): median "
+         f"{w['median_ms']:.2f} ms, p90 {w['p90_ms']:.2f} ms, max {w['max_ms']:.1f} ms; "
+         f"median probe wait {w['median_probe_wait_h']:.2f} h")
+    if w["loaded_queries"]:
+        echo(f"  of which {w['loaded_queries']} with a probe wait over 1 h: median "
+             f"{w['loaded_median_ms']:.2f} ms")
+    lo, hi = int(table.submit.min()) + 2 * DAY, int(table.submit.max()) - 2 * DAY
+    pts = [s for s in sweeps if lo <= to_seconds(s) <= hi]
+    res["sweep"] = bench_sweep(table, profile, pts)
+    for r in res["sweep"]:
+        echo(f"predecessor sweep from {r['pred_submit']}: {r['queries']} queries in "
+             f"{r['seconds']:.2f} s (predecessor waited {r['pred_wait_h']:.1f} h)")
+    if res["sweep"]:
+        secs = [r["seconds"] for r in res["sweep"]]
+        echo(f"predecessor sweep: median {np.median(secs):.2f} s, max {max(secs):.2f} s")
+    return res

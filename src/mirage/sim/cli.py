@@ -1,0 +1,203 @@
+"""Command line of the simulator: ``mirage sim fidelity|replay|whatif`` and ``mirage bench sim``.
+
+``register(subparsers)`` and ``register_bench(bench_subparsers)`` are wired into
+``mirage.cli``; each command stores its handler in ``func``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mirage.errors import MirageError
+
+
+def _profile(args):
+    from .profile import compat_profile, load_profile
+
+    if getattr(args, "compat", False):
+        return compat_profile(args.cluster)
+    return load_profile(args.cluster, getattr(args, "profile", None))
+
+
+def _fidelity(args) -> None:
+    from .fidelity import default_periods, fidelity_report, write_report
+    from .io import load_table
+
+    table = load_table(args.trace, args.cluster)
+    prof = _profile(args)
+    starts = tuple(s for s in args.windows.split(",") if s) if args.windows else ()
+    periods = default_periods(table, window_days=args.window_days, starts=starts)
+    report = fidelity_report(table, prof, periods, variants=args.variants)
+    report["trace"] = str(args.trace)
+    report["command"] = (f"mirage sim fidelity {args.trace} --cluster {args.cluster} "
+                         f"--out {args.out}")
+    fig = write_report(report, args.out, figure=not args.no_figure)
+    for per in report["periods"]:
+        print(per["period"]["name"], f"({per['period']['long_jobs']} jobs >= 24 h):")
+        for m in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
+            vals = "  ".join(f"{k}={_fmt(v)}" for k, v in per[m].items())
+            print(f"  {m:14s} {vals}")
+    for name, per in report.get("variants", {}).items():
+        print(f"variant {name}:")
+        for pname, vals in per.items():
+            print(f"  {pname[:24]:24s} " + "  ".join(f"{k}={_fmt(v)}" for k, v in vals.items()))
+    print(f"report -> {args.out}" + (f"; figure -> {fig}" if fig else ""))
+
+
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _replay(args) -> None:
+    import numpy as np
+    import pandas as pd
+
+    from .io import load_table
+    from .jobs import to_seconds
+    from .warmstart import warm_start
+
+    table = load_table(args.trace, args.cluster)
+    prof = _profile(args)
+    t0 = to_seconds(args.start) if args.start else None
+    sim = warm_start(table, prof, t0, record=True, pinned=False)
+    sim.run_until(to_seconds(args.end) if args.end else 1 << 62)
+    st = sim.trace_start
+    out = pd.DataFrame({
+        "job_id": table.job_id.astype(str),
+        "submit": table.submit.astype("datetime64[s]"),
+        "real_start": table.start.astype("datetime64[s]"),
+        "sim_start": np.where(st >= 0, st, np.iinfo(np.int64).min).astype("datetime64[s]"),
+    })
+    out.loc[st < 0, "sim_start"] = pd.NaT
+    if t0 is not None:
+        out = out[table.submit >= t0]
+    path = Path(args.out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    out.to_parquet(path, index=False) if path.suffix == ".parquet" else out.to_csv(path, index=False)
+    done = out["sim_start"].notna()
+    wait_sim = (out["sim_start"] - out["submit"])[done].dt.total_seconds().mean() / 3600
+    wait_real = (out["real_start"] - out["submit"]).dt.total_seconds().mean() / 3600
+    print(f"{len(out)} jobs replayed ({int(done.sum())} started): mean wait simulated "
+          f"{wait_sim:.2f} h, real {wait_real:.2f} h -> {path}")
+
+
+def _whatif(args) -> None:
+    from .io import load_table
+    from .jobs import to_seconds, to_timestamp
+    from .warmstart import warm_start
+    from .whatif import what_if
+
+    table = load_table(args.trace, args.cluster)
+    prof = _profile(args)
+    t = to_seconds(args.at)
+    t0 = to_seconds(args.from_) if args.from_ else t
+    if t0 > t:
+        raise MirageError(f"--from {args.from_} is after --at {args.at}. Fix: warm start at or before")
+    sim = warm_start(table, prof, t0, record=False)
+    sim.run_until(t)
+    start = what_if(sim, t, args.nodes, args.limit_min, args.user)
+    if start is None:
+        print(f"a {args.nodes}-node job of {args.limit_min} min submitted at {to_timestamp(t)} "
+              "does not start within 30 days")
+    else:
+        print(f"a {args.nodes}-node job of {args.limit_min} min submitted at {to_timestamp(t)} "
+              f"starts at {to_timestamp(start)} (wait {(start - t) / 3600:.2f} h)")
+
+
+def _bench(args) -> None:
+    from .bench import run_bench
+    from .io import load_table
+
+    trace = args.trace or _default_trace()
+    table = load_table(trace, args.cluster)
+    res = run_bench(table, _profile(args), queries=args.queries, seed=args.seed)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(res, indent=2))
+        print(f"-> {args.out}")
+
+
+def _default_trace() -> str:
+    p = Path(__file__).resolve().parents[3].parent / "shared" / "traces" / "ls6-a100.log"
+    if not p.is_file():
+        raise MirageError(f"no trace given and {p} is absent. Fix: pass --trace PATH")
+    return str(p)
+
+
+def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
+    if trace_positional:
+        p.add_argument("trace", help="raw trace file or clean .parquet table")
+    p.add_argument("--cluster", required=True, help="cluster key; profile config/profiles/<cluster>.yaml")
+    p.add_argument("--profile", help="profile YAML to use instead of config/profiles/<cluster>.yaml")
+    p.add_argument("--compat", action="store_true",
+                   help="the reference simulator's setting (88 nodes, cold start, age+size priority)")
+
+
+def register(subparsers) -> None:
+    """Add ``mirage sim ...`` to the main parser's subparsers."""
+    sim = subparsers.add_parser("sim", help="the event-driven Slurm simulator")
+    sub = sim.add_subparsers(dest="sim_command", required=True)
+
+    f = sub.add_parser("fidelity", help="measure how well the simulator reproduces a real trace")
+    _common(f)
+    f.add_argument("--out", required=True, help="report JSON (a .png figure is written next to it)")
+    f.add_argument("--window-days", type=float, default=5.0, help="length of each window (days)")
+    f.add_argument("--windows", default="2022-11-01,2023-03-01",
+                   help="comma-separated window starts; the whole trace is always added")
+    f.add_argument("--no-figure", action="store_true")
+    f.add_argument("--variants", action="store_true",
+                   help="also evaluate named changes of the profile on the windows (ablation)")
+    f.set_defaults(func=_fidelity)
+
+    r = sub.add_parser("replay", help="replay a trace; write simulated vs real starts")
+    _common(r)
+    r.add_argument("--out", required=True, help=".parquet or .csv")
+    r.add_argument("--start", help="warm start time (default: first submit)")
+    r.add_argument("--end", help="stop time (default: until every job started)")
+    r.set_defaults(func=_replay)
+
+    w = sub.add_parser("whatif", help="when would a job submitted at a time start?")
+    _common(w)
+    w.add_argument("--at", required=True, help="submit time, e.g. 2023-03-02T12:00:00")
+    w.add_argument("--from", dest="from_", help="warm start time (default: --at)")
+    w.add_argument("--nodes", type=int, default=1)
+    w.add_argument("--limit-min", type=int, default=2880)
+    w.add_argument("--user", help="user name from the trace (default: a service user of its own)")
+    w.set_defaults(func=_whatif)
+
+
+def register_bench(bench_subparsers) -> None:
+    """Add ``mirage bench sim``."""
+    b = bench_subparsers.add_parser("sim", help="simulator speed: replay, what-if, sweep")
+    b.add_argument("--trace", help="trace (default: ../shared/traces/ls6-a100.log)")
+    b.add_argument("--cluster", default="ls6")
+    b.add_argument("--profile", help="profile YAML")
+    b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)
+    b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", help="also write the figures as JSON")
+    b.set_defaults(func=_bench)
+
+
+def main(argv=None) -> int:
+    """Stand-alone entry (``python -m mirage.sim.cli``) for use before the main CLI wires it."""
+    import sys
+
+    p = argparse.ArgumentParser(prog="mirage")
+    sub = p.add_subparsers(dest="command", required=True)
+    register(sub)
+    bench = sub.add_parser("bench")
+    register_bench(bench.add_subparsers(dest="bench_command", required=True))
+    args = p.parse_args(argv)
+    try:
+        args.func(args)
+    except MirageError as e:
+        print(f"mirage: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

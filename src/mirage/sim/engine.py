@@ -1,0 +1,494 @@
+"""The event-driven Slurm model: event loop, main scheduler, backfill.
+
+Time jumps from event to event (a job ends, a capacity change, a submit, a pinned start, a
+deferred backfill pass); the schedulers run only after something changed, because nothing else
+can let a job start. Allocation is whole nodes. Trace jobs run for their recorded runtime capped
+at their limit; inserted service jobs run to their limit unless told otherwise.
+
+Pure Python on purpose: the profile of a full ls6 replay is dominated by dict/heap work per event,
+which numpy cannot batch; see docs/sim.md for the measurements.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import bisect_left, insort
+
+import numpy as np
+
+from .jobs import NO_DEP, JobTable, SimInputError
+from .profile import ClusterProfile
+from .state import SimState, Snapshot
+
+INF = 1 << 62
+#: an inserted job without a user belongs to this pseudo user (the service being provisioned)
+SERVICE_USER = -2
+
+# Pending records are tuples, sorted ascending, so the highest priority comes first:
+#   (negkey, submit, jid, nodes, limit, run, user, dep, static)
+# negkey = -(static - w_age * submit / max_age): the order of jobs by Slurm priority does not
+# change with time while no job's age has reached max_age, so the queue stays sorted by insort.
+R_NEGKEY, R_SUBMIT, R_JID, R_NODES, R_LIMIT, R_RUN, R_USER, R_DEP, R_STATIC = range(9)
+
+
+class _Static:
+    """Per (trace, profile) data every simulation and fork shares read-only."""
+
+    def __init__(self, table: JobTable, profile: ClusterProfile, user_max_jobs=None,
+                 qtime: np.ndarray | None = None):
+        self.table = table
+        self.profile = profile
+        pr = profile.priority
+        self.w_age = float(pr.weight_age)
+        self.max_age = max(1, int(pr.max_age_s))
+        self.age_rate = self.w_age / self.max_age
+        self.age_capped = bool(pr.age_capped) and self.w_age > 0
+        self.size_norm = float(pr.weight_size) / float(profile.nodes)
+        self.w_trace = float(pr.weight_trace)
+        n = len(table)
+        self.n = n
+        static = self.w_trace * table.tprio + self.size_norm * table.nodes
+        self.static = static.tolist()
+        # queue entry time: the submit, or the end of an inferred hold (Slurm's eligible time,
+        # from which the age factor also counts)
+        qtime = table.submit if qtime is None else np.maximum(np.asarray(qtime), table.submit)
+        self.qtime_arr = qtime
+        self.negkey = (-(static - self.age_rate * qtime)).tolist()
+        self.submit = qtime.tolist()
+        self.arr_order = np.argsort(qtime, kind="stable").tolist()
+        self.arr_time = qtime[self.arr_order].tolist() if n else []
+        self.rstart = table.start.tolist()
+        self.nodes = table.nodes.tolist()
+        self.limit = table.limit.tolist()
+        self.run = table.run.tolist()
+        self.user = table.user.tolist()
+        self.dep = table.dep.tolist()
+        self.pin_order = np.argsort(table.start, kind="stable").tolist()
+        self.pin_start = table.start[self.pin_order].tolist() if n else []
+        self.cap_times = [t for t, _ in profile.capacity]
+        self.cap_nodes = [c for _, c in profile.capacity]
+        self.max_jobs = profile.max_jobs_per_user if profile.max_jobs_per_user is not None else INF
+        self.max_nodes = profile.max_nodes_per_user if profile.max_nodes_per_user is not None else INF
+        self.user_max_jobs = dict(user_max_jobs or {})
+        self.median_tprio = float(np.median(table.tprio)) if n else 0.0
+        bf = profile.backfill
+        self.bf_mode = bf.mode
+        self.bf_interval = int(bf.interval_s)
+        self.bf_window = int(bf.window_min) * 60
+        self.bf_res = max(1, int(bf.resolution_s))
+        self.bf_max_test = int(bf.max_job_test)
+
+
+class Simulator:
+    """One simulated cluster. Build it with :func:`mirage.sim.warmstart.warm_start`.
+
+    ``pinned``: trace jobs start at their recorded start whatever the state (the background is
+    history); only inserted jobs are scheduled. ``record``: keep the start of every trace job.
+    """
+
+    def __init__(self, static: _Static, state: SimState, *, pinned: bool = False,
+                 record: bool = False):
+        self.s = static
+        self.pinned = pinned
+        self.record = record
+        self.trace_start = np.full(static.n, -1, dtype=np.int64) if record else None
+        self._restore(state)
+        self.stop_hit = False
+
+    # ------------------------------------------------------------------ state
+    def _restore(self, st: SimState) -> None:
+        self.now = st.now
+        self.nxt = st.nxt
+        self.npin = st.npin
+        self.ncap = st.ncap
+        self.cap = st.cap
+        self.used = st.used
+        self.pending = list(st.pending)
+        self.running = list(st.running)
+        self.ujobs = dict(st.ujobs)
+        self.unodes = dict(st.unodes)
+        self.live = set(st.live)
+        self.inserted = list(st.inserted)
+        self.extra = dict(st.extra)
+        self.starts = dict(st.starts)
+        self.next_jid = st.next_jid
+        self.bf_dirty = st.bf_dirty
+        self.last_bf = st.last_bf
+        self.next_bf = st.next_bf
+        self.dirty = st.dirty
+        self.exclude = st.exclude
+        self.pins = list(st.pins)
+
+    def snapshot(self) -> Snapshot:
+        """The current point of the simulation; cheap (shallow copies of small containers)."""
+        return Snapshot(self.s, self.state(), self.pinned)
+
+    def state(self) -> SimState:
+        return SimState(
+            now=self.now, nxt=self.nxt, npin=self.npin, ncap=self.ncap, cap=self.cap,
+            used=self.used, pending=tuple(self.pending), running=tuple(self.running),
+            ujobs=tuple(self.ujobs.items()), unodes=tuple(self.unodes.items()),
+            live=frozenset(self.live), inserted=tuple(self.inserted),
+            extra=tuple(self.extra.items()), starts=tuple(self.starts.items()),
+            next_jid=self.next_jid, bf_dirty=self.bf_dirty, last_bf=self.last_bf,
+            next_bf=self.next_bf, dirty=self.dirty, exclude=self.exclude,
+            pins=tuple(self.pins),
+        )
+
+    def fork(self, record: bool = False) -> "Simulator":
+        """An independent copy of this simulation from now on."""
+        return Simulator(self.s, self.state(), pinned=self.pinned, record=record)
+
+    @property
+    def table(self) -> JobTable:
+        return self.s.table
+
+    @property
+    def profile(self) -> ClusterProfile:
+        return self.s.profile
+
+    # ------------------------------------------------------------------ queries
+    @property
+    def free(self) -> int:
+        return self.cap - self.used
+
+    def start_of(self, jid: int):
+        if jid >= self.s.n:
+            return self.starts.get(jid)
+        if self.trace_start is not None and self.trace_start[jid] >= 0:
+            return int(self.trace_start[jid])
+        return None
+
+    def end_of(self, jid: int):
+        st = self.start_of(jid)
+        if st is None:
+            return None
+        run = self.extra[jid][3] if jid >= self.s.n else self.s.run[jid]
+        return st + run
+
+    def running_jobs(self) -> list[tuple]:
+        """(jid, start, expected_end, nodes, user) of every running job."""
+        out = []
+        for end, jid, n, u, exp in self.running:
+            lim = self.extra[jid][2] if jid >= self.s.n else self.s.limit[jid]
+            out.append((jid, exp - lim, exp, n, u))
+        return out
+
+    def pending_jobs(self) -> list[tuple]:
+        """(jid, submit, nodes, limit_s, user) of every pending job, in priority order."""
+        return [(r[R_JID], r[R_SUBMIT], r[R_NODES], r[R_LIMIT], r[R_USER]) for r in self._ordered()]
+
+    def advance(self, t) -> None:
+        """Process every event up to time ``t`` (epoch seconds or a timestamp)."""
+        from .jobs import to_seconds
+
+        self.run_until(to_seconds(t))
+
+    def what_if(self, submit, nodes: int, limit_min: int, user=None, **kw):
+        """Start time of a job submitted at ``submit`` into a copy of this simulation
+        (see :func:`mirage.sim.whatif.what_if`); this simulation is not changed."""
+        from .whatif import what_if
+
+        return what_if(self, submit, nodes, limit_min, user, **kw)
+
+    # ------------------------------------------------------------------ inserting
+    def insert_job(self, submit: int, nodes: int, limit_s: int, *, run_s: int | None = None,
+                   user: int = SERVICE_USER, priority: float | None = None,
+                   depends_on: int = NO_DEP) -> int:
+        """Queue a job that the trace does not hold; returns its jid (>= number of trace jobs).
+
+        ``run_s`` defaults to the limit (a chained service job runs until it is killed).
+        ``priority`` is the recorded-priority component (default: the trace's median).
+        """
+        s = self.s
+        submit = int(submit)
+        if submit < self.now:
+            raise SimInputError(
+                f"cannot submit at {submit} before the simulation time {self.now}. "
+                "Fix: submit at or after the snapshot's time"
+            )
+        if nodes < 1 or limit_s < 1:
+            raise SimInputError("an inserted job needs nodes >= 1 and a limit >= 1 s")
+        run = int(limit_s if run_s is None else min(run_s, limit_s))
+        tp = s.median_tprio if priority is None else float(priority)
+        static = s.w_trace * tp + s.size_norm * nodes
+        jid = self.next_jid
+        self.next_jid += 1
+        self.extra[jid] = (submit, int(nodes), int(limit_s), run, int(user), static, int(depends_on))
+        heapq.heappush(self.inserted, (submit, jid))
+        return jid
+
+    # ------------------------------------------------------------------ event loop
+    def run_until(self, t_end: int = INF, stop_jid: int = -1) -> bool:
+        """Process every event up to ``t_end`` (inclusive). Returns True if ``stop_jid`` started
+        (the simulation then stands at that job's start time, with that time's events done)."""
+        s = self.s
+        running = self.running
+        inserted = self.inserted
+        heappop = heapq.heappop
+        n_trace = s.n
+        arr_time = s.arr_time
+        arr_order = s.arr_order
+        pin_start = s.pin_start
+        cap_times = s.cap_times
+        exclude = self.exclude
+        pinned = self.pinned
+        self.stop_jid = stop_jid
+        self.stop_hit = False
+        if self.dirty:
+            self._schedule()
+            if self.stop_hit:
+                return True
+        while True:
+            ne = running[0][0] if running else INF
+            ns = arr_time[self.nxt] if (not pinned and self.nxt < n_trace) else INF
+            ni = inserted[0][0] if inserted else INF
+            nc = cap_times[self.ncap] if self.ncap < len(cap_times) else INF
+            npn = pin_start[self.npin] if (pinned and self.npin < n_trace) else INF
+            pins = self.pins
+            if pins and pins[0][0] < npn:
+                npn = pins[0][0]
+            t = min(ne, ns, ni, nc, npn, self.next_bf)
+            if t > t_end or t >= INF:
+                break
+            self.now = t
+            changed = False
+            while running and running[0][0] == t:
+                _, jid, n, u, _ = heappop(running)
+                self.used -= n
+                self.ujobs[u] -= 1
+                self.unodes[u] -= n
+                self.live.discard(jid)
+                changed = True
+            while self.ncap < len(cap_times) and cap_times[self.ncap] == t:
+                self.cap = s.cap_nodes[self.ncap]
+                self.ncap += 1
+                changed = True
+            while pins and pins[0][0] == t:
+                _, i = heappop(pins)
+                self._start_trace_pinned(i, t)
+                changed = True
+            if pinned:
+                while self.npin < n_trace and pin_start[self.npin] == t:
+                    i = s.pin_order[self.npin]
+                    self.npin += 1
+                    if i not in exclude:
+                        self._start_trace_pinned(i, t)
+                        changed = True
+            else:
+                while self.nxt < n_trace and arr_time[self.nxt] == t:
+                    i = arr_order[self.nxt]
+                    self.nxt += 1
+                    if i not in exclude:
+                        insort(self.pending, (s.negkey[i], t, i, s.nodes[i], s.limit[i], s.run[i],
+                                              s.user[i], s.dep[i], s.static[i]))
+                        self.live.add(i)
+                        changed = True
+            while inserted and inserted[0][0] == t:
+                _, jid = heappop(inserted)
+                sub, n, lim, run, u, static, dep = self.extra[jid]
+                insort(self.pending, (-(static - s.age_rate * sub), sub, jid, n, lim, run, u, dep,
+                                      static))
+                self.live.add(jid)
+                changed = True
+            if changed:
+                self.dirty = True
+                self.bf_dirty = True
+            if self.dirty or t == self.next_bf:
+                self._schedule()
+                if self.stop_hit:
+                    return True
+        if t_end < INF:
+            self.now = max(self.now, t_end)
+        return False
+
+    def _start_trace_pinned(self, i: int, t: int) -> None:
+        s = self.s
+        n, u = s.nodes[i], s.user[i]
+        self.used += n
+        self.ujobs[u] = self.ujobs.get(u, 0) + 1
+        self.unodes[u] = self.unodes.get(u, 0) + n
+        heapq.heappush(self.running, (t + s.run[i], i, n, u, t + s.limit[i]))
+        self.live.add(i)
+        if self.record:
+            self.trace_start[i] = t
+
+    def _start(self, r: tuple) -> None:
+        now = self.now
+        jid, n, u = r[R_JID], r[R_NODES], r[R_USER]
+        self.used += n
+        self.ujobs[u] = self.ujobs.get(u, 0) + 1
+        self.unodes[u] = self.unodes.get(u, 0) + n
+        heapq.heappush(self.running, (now + r[R_RUN], jid, n, u, now + r[R_LIMIT]))
+        if jid >= self.s.n:
+            self.starts[jid] = now
+        elif self.record:
+            self.trace_start[jid] = now
+        if jid == self.stop_jid:
+            self.stop_hit = True
+
+    # ------------------------------------------------------------------ scheduling
+    def _ordered(self) -> list:
+        """Pending records in current priority order (exact once ages reach the cap)."""
+        s = self.s
+        pend = self.pending
+        if s.age_capped and pend:
+            cutoff = self.now - s.max_age
+            if any(r[R_SUBMIT] <= cutoff for r in pend):
+                now, rate, m = self.now, s.age_rate, s.max_age
+                return sorted(pend, key=lambda r: (-(r[R_STATIC] + rate * min(now - r[R_SUBMIT], m)),
+                                                   r[R_SUBMIT], r[R_JID]))
+        return pend
+
+    def _blocked(self, r: tuple, nodes: int) -> bool:
+        """Held back by a dependency or a per-user limit (not by resources)."""
+        dep = r[R_DEP]
+        if dep >= 0 and dep in self.live:
+            return True
+        s = self.s
+        u = r[R_USER]
+        if self.ujobs.get(u, 0) >= s.user_max_jobs.get(u, s.max_jobs):
+            return True
+        return self.unodes.get(u, 0) + nodes > s.max_nodes
+
+    def _schedule(self) -> None:
+        s = self.s
+        now = self.now
+        if self.dirty:
+            self.dirty = False
+            self._main_pass()
+        if self.next_bf <= now:
+            self.next_bf = INF
+        if s.bf_mode == "none" or not self.bf_dirty or not self.pending or self.cap - self.used <= 0:
+            return
+        due = self.last_bf + s.bf_interval
+        if now >= due:
+            self.bf_dirty = False
+            self.last_bf = now
+            self._backfill_pass()
+        else:
+            self.next_bf = due
+
+    def _main_pass(self) -> None:
+        free = self.cap - self.used
+        if free <= 0 or not self.pending:
+            return
+        started = []
+        # a job that would run into a capacity cut (maintenance) is left to the backfill
+        # planner, which sees the cut; Slurm likewise never starts a job into a reservation
+        s = self.s
+        cut = INF
+        for k in range(self.ncap, len(s.cap_times)):
+            if s.cap_nodes[k] < self.cap:
+                cut = s.cap_times[k]
+                break
+        for r in self._ordered():
+            n = r[R_NODES]
+            if self._blocked(r, n):
+                continue
+            if n > free:
+                break
+            if self.now + r[R_LIMIT] > cut:
+                self.bf_dirty = True
+                continue
+            self._start(r)
+            started.append(r)
+            free -= n
+            if free <= 0:
+                break
+        if started:
+            self._remove(started)
+
+    def _remove(self, started: list) -> None:
+        gone = set(started)
+        self.pending = [r for r in self.pending if r not in gone]
+
+    def _backfill_pass(self) -> None:
+        """One backfill pass at ``now``: reservations on a free-nodes profile over the window.
+
+        Conservative: every tested job gets a reservation; EASY: only the first job that cannot
+        start now. Job ends are the limit-based expected ends rounded up to ``bf_resolution``,
+        as Slurm plans with limits, not with the (unknown) real runtimes.
+        """
+        s = self.s
+        now = self.now
+        res = s.bf_res
+        horizon = now + s.bf_window
+        conservative = s.bf_mode == "conservative"
+        # free-nodes step function: times[k] .. times[k+1] has frees[k] nodes free
+        deltas: dict = {}
+        for _, _, n, _, exp in self.running:
+            if exp < horizon:
+                te = now + -(-(exp - now) // res) * res if exp > now else now
+                deltas[te] = deltas.get(te, 0) + n
+        for k in range(self.ncap, len(s.cap_times)):
+            tc = s.cap_times[k]
+            if tc >= horizon:
+                break
+            prev = self.cap if k == self.ncap else s.cap_nodes[k - 1]
+            deltas[tc] = deltas.get(tc, 0) + s.cap_nodes[k] - prev
+        times = [now]
+        frees = [self.cap - self.used]
+        for te in sorted(deltas):
+            if te <= now:
+                frees[0] += deltas[te]
+            else:
+                times.append(te)
+                frees.append(frees[-1] + deltas[te])
+        started = []
+        tested = 0
+        reserved_one = False
+        for r in self._ordered():
+            if tested >= s.bf_max_test:
+                break
+            n = r[R_NODES]
+            if self._blocked(r, n):
+                continue
+            tested += 1
+            lim = -(-r[R_LIMIT] // res) * res
+            nt = len(times)
+            # earliest k where the job fits from times[k] for its whole limit
+            k = 0
+            found = -1
+            while k < nt:
+                if frees[k] < n:
+                    k += 1
+                    continue
+                tend = times[k] + lim
+                j = k + 1
+                while j < nt and times[j] < tend:
+                    if frees[j] < n:
+                        break
+                    j += 1
+                else:
+                    found = k
+                    break
+                k = j + 1
+            if found < 0:
+                continue  # cannot start within the window: Slurm sets no reservation
+            t0 = times[found]
+            if t0 == now:
+                self._start(r)
+                started.append(r)
+            elif not conservative and reserved_one:
+                continue
+            else:
+                reserved_one = True
+            # subtract the job (or its reservation) from the profile
+            t1 = t0 + lim
+            a = found
+            if t1 < horizon:
+                b = bisect_left(times, t1)
+                if b == len(times) or times[b] != t1:
+                    times.insert(b, t1)
+                    frees.insert(b, frees[b - 1])
+            else:
+                b = len(times)
+            for q in range(a, b):
+                frees[q] -= n
+            if frees[0] <= 0:
+                # nothing else can start now; later reservations would only shape this pass
+                break
+        if started:
+            self._remove(started)
+

@@ -1,0 +1,223 @@
+"""Cluster profiles: what the simulator must know about a cluster, each value with its source.
+
+A profile lives in ``config/profiles/<cluster>.yaml``. Every leaf is ``{value: ..., source: ...}``
+so that nobody has to guess where a number came from (a site's documentation, the Slurm default,
+or an inference from the trace, with the inference named).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from mirage.errors import ConfigError
+
+from .jobs import to_seconds
+
+BACKFILL_MODES = ("easy", "conservative", "none")
+BACKGROUND_MODES = ("simulate", "pinned")
+
+
+@dataclass(frozen=True)
+class Priority:
+    """Slurm multifactor priority, restricted to the factors a trace lets us model."""
+
+    weight_age: float = 1000.0
+    max_age_s: int = 7 * 86400
+    weight_size: float = 0.0
+    #: multiplies the trace's recorded priority, used as a fixed per-job component
+    weight_trace: float = 0.0
+    #: Slurm caps the age factor at PriorityMaxAge; the reference simulator does not
+    age_capped: bool = True
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """Slurm's ``SchedulerParameters`` backfill settings (``sched/backfill``)."""
+
+    mode: str = "conservative"
+    interval_s: int = 30
+    window_min: int = 1440
+    resolution_s: int = 60
+    max_job_test: int = 100
+    #: accepted for completeness; passes are instantaneous here, so it changes nothing
+    continue_: bool = False
+
+
+@dataclass(frozen=True)
+class ClusterProfile:
+    cluster: str
+    nodes: int
+    #: ((from_epoch_s, nodes), ...) sorted; before the first entry the cluster has ``nodes``
+    capacity: tuple = ()
+    #: infer the capacity schedule from the trace's concurrent usage when simulating
+    capacity_infer: bool = False
+    priority: Priority = field(default_factory=Priority)
+    backfill: Backfill = field(default_factory=Backfill)
+    max_jobs_per_user: int | None = None
+    max_nodes_per_user: int | None = None
+    #: False: every window starts with an empty cluster (the reference's behaviour)
+    warm_start: bool = True
+    #: infer "started right after a same-user job ended after a long wait" as a dependency
+    infer_dependencies: bool = False
+    #: infer holds: a job stays out of the queue until the last time a job the model ranks no
+    #: higher, at least as large and as long, started ahead of it (it cannot have been eligible)
+    infer_holds: bool = False
+    #: at a warm start, a queued job that fitted the idle nodes but did not start within 10 min
+    #: is taken as not eligible and starts at its recorded start
+    pin_idle_waiters: bool = False
+    #: what-if background: "simulate" every trace job, or "pinned" to its recorded start
+    whatif_background: str = "simulate"
+    sources: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.nodes < 1:
+            raise ConfigError(f"profile {self.cluster}: nodes must be >= 1. Fix: set nodes.value")
+        if self.backfill.mode not in BACKFILL_MODES:
+            raise ConfigError(
+                f"profile {self.cluster}: backfill.mode {self.backfill.mode!r} unknown. "
+                f"Fix: use one of {BACKFILL_MODES}"
+            )
+        if self.whatif_background not in BACKGROUND_MODES:
+            raise ConfigError(
+                f"profile {self.cluster}: whatif_background {self.whatif_background!r} unknown. "
+                f"Fix: use one of {BACKGROUND_MODES}"
+            )
+
+    def capacity_at(self, t: int) -> int:
+        cap = self.nodes
+        for since, n in self.capacity:
+            if since <= t:
+                cap = n
+            else:
+                break
+        return cap
+
+    def compat(self) -> "ClusterProfile":
+        """The reference simulator's setting: 88 nodes, cold start, age+size, its backfill."""
+        return compat_profile(self.cluster)
+
+    def with_(self, **kw) -> "ClusterProfile":
+        """A copy with some fields replaced; ``priority``/``backfill`` accept dicts of changes."""
+        for key in ("priority", "backfill"):
+            if isinstance(kw.get(key), dict):
+                kw[key] = replace(getattr(self, key), **kw[key])
+        return replace(self, **kw)
+
+
+def compat_profile(cluster: str = "compat") -> ClusterProfile:
+    """zhaozhang/Mirage ``src/sim``: 88 nodes whatever the cluster, empty cluster at the window
+    start, priority = 7000 * age / 7 d (never capped) + 100 * nodes / 88, conservative backfill
+    every 10 one-minute steps over a 2880-minute window at 600 s resolution, 3000 jobs tested."""
+    src = "zhaozhang/Mirage src/sim (scheduler.py, test_data/*.json): reference setting"
+    return ClusterProfile(
+        cluster=cluster,
+        nodes=88,
+        capacity=(),
+        priority=Priority(weight_age=7000.0, max_age_s=7 * 86400, weight_size=100.0, weight_trace=0.0,
+                          age_capped=False),
+        backfill=Backfill(mode="conservative", interval_s=600, window_min=2880, resolution_s=600,
+                          max_job_test=3000, continue_=True),
+        max_jobs_per_user=None,
+        max_nodes_per_user=None,
+        warm_start=False,
+        infer_dependencies=False,
+        whatif_background="simulate",
+        sources={"*": src},
+    )
+
+
+def profiles_dir() -> Path:
+    env = os.environ.get("MIRAGE_PROFILES")
+    if env:
+        return Path(env)
+    # src/mirage/sim/profile.py -> repository root
+    return Path(__file__).resolve().parents[3] / "config" / "profiles"
+
+
+def _leaf(node: dict, key: str, where: str, sources: dict, default=dataclasses.MISSING):
+    if key not in node:
+        if default is dataclasses.MISSING:
+            raise ConfigError(f"{where}: key {key!r} missing. Fix: add {key}: {{value: ..., source: ...}}")
+        return default
+    item = node[key]
+    if not isinstance(item, dict) or "value" not in item or "source" not in item:
+        raise ConfigError(
+            f"{where}: {key!r} must be a mapping with 'value' and 'source'. "
+            f"Fix: write {key}: {{value: ..., source: \"where the number comes from\"}}"
+        )
+    sources[key] = str(item["source"])
+    return item["value"]
+
+
+def load_profile(cluster: str, path: str | Path | None = None) -> ClusterProfile:
+    """Read ``config/profiles/<cluster>.yaml`` (or ``path``); ``compat`` gives the reference's."""
+    import yaml
+
+    p = Path(path) if path is not None else profiles_dir() / f"{cluster}.yaml"
+    if not p.is_file():
+        have = sorted(q.stem for q in p.parent.glob("*.yaml")) if p.parent.is_dir() else []
+        raise ConfigError(f"no cluster profile {p}. Fix: use one of {have} or write that file")
+    try:
+        doc = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{p}: not valid YAML ({e}). Fix: correct the syntax") from None
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{p}: expected a mapping at the top. Fix: see config/profiles/ls6.yaml")
+    where = str(p)
+    src: dict = {}
+    nodes = int(_leaf(doc, "nodes", where, src))
+    sched = _leaf(doc, "capacity_schedule", where, src, default=[])
+    capacity_infer = sched == "infer"
+    try:
+        capacity = () if capacity_infer else tuple(
+            sorted((to_seconds(t), int(n)) for t, n in (sched or [])))
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"{where}: capacity_schedule must be [[time, nodes], ...] ({e})") from None
+    pr = doc.get("priority", {}) or {}
+    prio_src: dict = {}
+    priority = Priority(
+        weight_age=float(_leaf(pr, "weight_age", where + ":priority", prio_src, 1000.0)),
+        max_age_s=int(float(_leaf(pr, "max_age_days", where + ":priority", prio_src, 7)) * 86400),
+        weight_size=float(_leaf(pr, "weight_size", where + ":priority", prio_src, 0.0)),
+        weight_trace=float(_leaf(pr, "weight_trace", where + ":priority", prio_src, 0.0)),
+        age_capped=bool(_leaf(pr, "age_capped", where + ":priority", prio_src, True)),
+    )
+    bf = doc.get("backfill", {}) or {}
+    bf_src: dict = {}
+    backfill = Backfill(
+        mode=str(_leaf(bf, "mode", where + ":backfill", bf_src, "conservative")),
+        interval_s=int(_leaf(bf, "bf_interval", where + ":backfill", bf_src, 30)),
+        window_min=int(_leaf(bf, "bf_window", where + ":backfill", bf_src, 1440)),
+        resolution_s=int(_leaf(bf, "bf_resolution", where + ":backfill", bf_src, 60)),
+        max_job_test=int(_leaf(bf, "bf_max_job_test", where + ":backfill", bf_src, 100)),
+        continue_=bool(_leaf(bf, "bf_continue", where + ":backfill", bf_src, False)),
+    )
+    lim = doc.get("user_limits", {}) or {}
+    lim_src: dict = {}
+    mj = _leaf(lim, "max_running_jobs", where + ":user_limits", lim_src, None)
+    mn = _leaf(lim, "max_nodes", where + ":user_limits", lim_src, None)
+    sources = {**src, **{f"priority.{k}": v for k, v in prio_src.items()},
+               **{f"backfill.{k}": v for k, v in bf_src.items()},
+               **{f"user_limits.{k}": v for k, v in lim_src.items()}}
+    model = doc.get("model", {}) or {}
+    model_src: dict = {}
+    prof = ClusterProfile(
+        cluster=str(doc.get("cluster", cluster)),
+        nodes=nodes,
+        capacity=capacity,
+        capacity_infer=capacity_infer,
+        priority=priority,
+        backfill=backfill,
+        max_jobs_per_user=None if mj is None else int(mj),
+        max_nodes_per_user=None if mn is None else int(mn),
+        warm_start=bool(_leaf(model, "warm_start", where + ":model", model_src, True)),
+        infer_dependencies=bool(_leaf(model, "infer_dependencies", where + ":model", model_src, False)),
+        infer_holds=bool(_leaf(model, "infer_holds", where + ":model", model_src, False)),
+        pin_idle_waiters=bool(_leaf(model, "pin_idle_waiters", where + ":model", model_src, False)),
+        whatif_background=str(_leaf(model, "whatif_background", where + ":model", model_src, "simulate")),
+        sources={**sources, **{f"model.{k}": v for k, v in model_src.items()}},
+    )
+    return prof
