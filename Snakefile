@@ -17,6 +17,7 @@ if not config:
 
 include: "rules/common.smk"
 include: "rules/traces.smk"
+include: "rules/sim.smk"
 include: "rules/samples.smk"
 
 
@@ -24,4 +25,5 @@ rule all:
     default_target: True
     input:
         rules.traces.input,
+        rules.fidelity.input,
         rules.samples.input,
