@@ -1,0 +1,132 @@
+"""REINFORCE with a learned baseline and an entropy bonus, as in the reference.
+
+Reference settings: 2 actions (wait, submit), gamma 0.99, entropy coefficient 0.1, learning
+rate 0.01, 32 episodes per update, a decision every 60 simulated minutes in training
+(``stride`` = 6 points). The reward is -cost in hours (the reference used -|x| in minutes;
+hours keep the policy-gradient term and the entropy bonus on comparable scales).
+
+The 32 episodes of an update are rolled out together, one batched forward pass per decision
+step, instead of one environment at a time: same estimator, ~30x less Python overhead.
+The submit logit starts at log(1/steps) so a fresh policy stops around a uniformly drawn step
+rather than almost surely in its first few steps (at p = 1/2 no episode would ever reach the
+predecessor's last hours, where the decision matters).
+
+At decision time the policy is greedy: submit when p(submit | s) > 1/2.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from mirage.policies.data import SampleSet
+from mirage.policies.neural import TorchPolicy, mlp, seed_everything
+
+
+@dataclass
+class PGConfig:
+    updates: int = 400
+    episodes_per_update: int = 32
+    gamma: float = 0.99
+    ent_coef: float = 0.1
+    learning_rate: float = 0.01
+    value_coef: float = 0.5
+    hidden: int = 64
+    stride: int = 6
+    c_I: float = 1.0
+    c_O: float = 0.5
+
+
+class PolicyGradient(TorchPolicy):
+    name = "pg"
+    n_outputs = 1  # the submit logit
+
+    def __init__(self, device: str = "cpu", threads: int | None = 1, **config):
+        super().__init__(device=device, threads=threads, **asdict(PGConfig(**config)))
+
+    def fit(self, train: SampleSet, seed: int = 0):
+        self._set_threads()
+        cfg = PGConfig(**{k: v for k, v in self.params.items()
+                          if k in PGConfig.__dataclass_fields__})
+        rng = seed_everything(seed)
+        ep = self._prepare(train)
+        dev = self.device
+        gen = torch.Generator().manual_seed(seed)
+
+        policy = self._build_net(ep.obs_dim)
+        steps = max(2.0, float(np.mean((ep.n - 1) // cfg.stride + 1)))
+        with torch.no_grad():
+            policy[-1].bias.fill_(-math.log(steps))
+        value = mlp(ep.obs_dim, 1, cfg.hidden).to(dev)
+        opt = torch.optim.Adam(list(policy.parameters()) + list(value.parameters()),
+                               lr=cfg.learning_rate)
+        X = torch.from_numpy(ep.X).to(dev)
+
+        t0 = time.perf_counter()
+        for update in range(cfg.updates):
+            idx = rng.integers(ep.n_samples, size=cfg.episodes_per_update)
+            start, last = ep.starts[idx], ep.n[idx] - 1
+            k = np.zeros(len(idx), np.int64)
+            active = np.ones(len(idx), bool)
+            logps, ents, vals, ep_of, t_of = [], [], [], [], []
+            end_step = np.zeros(len(idx), np.int64)
+            end_row = np.zeros(len(idx), np.int64)
+            t = 0
+            while active.any():
+                a_idx = np.flatnonzero(active)
+                rows = start[a_idx] + k[a_idx]
+                obs = X[rows]
+                logits = policy(obs).squeeze(1)
+                p = torch.sigmoid(logits)
+                u = torch.rand(len(a_idx), generator=gen).to(dev)
+                act = (u < p.detach()).cpu().numpy()
+                forced = k[a_idx] >= last[a_idx]
+                chosen = ~forced  # a forced submit was not the policy's choice: no gradient
+                if chosen.any():
+                    c = torch.from_numpy(np.flatnonzero(chosen)).to(dev)
+                    a_t = torch.from_numpy(act[chosen].astype(np.float32)).to(dev)
+                    logps.append(-F.binary_cross_entropy_with_logits(
+                        logits[c], a_t, reduction="none"))
+                    pc = p[c].clamp(1e-6, 1 - 1e-6)
+                    ents.append(-(pc * pc.log() + (1 - pc) * (1 - pc).log()))
+                    vals.append(value(obs[c]).squeeze(1))
+                    ep_of.append(a_idx[chosen])
+                    t_of.append(np.full(int(chosen.sum()), t))
+                stop = act | forced
+                end_step[a_idx[stop]] = t
+                end_row[a_idx[stop]] = rows[stop]
+                active[a_idx[stop]] = False
+                go = a_idx[~stop]
+                k[go] = np.minimum(k[go] + cfg.stride, last[go])
+                t += 1
+            reward = -ep.cost[end_row]
+            if not logps:
+                continue
+            ep_of, t_of = np.concatenate(ep_of), np.concatenate(t_of)
+            G = torch.from_numpy((cfg.gamma ** (end_step[ep_of] - t_of)) * reward[ep_of]).to(
+                dev, torch.float32)
+            logp, ent, v = torch.cat(logps), torch.cat(ents), torch.cat(vals)
+            adv = (G - v).detach()
+            loss = (-(logp * adv).mean() - cfg.ent_coef * ent.mean()
+                    + cfg.value_coef * F.mse_loss(v, G))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            if update % 20 == 0:
+                self.history_.append({"update": update, "mean_episode_cost": float(-reward.mean()),
+                                      "entropy": float(ent.detach().mean())})
+        self.train_seconds_ = time.perf_counter() - t0
+        policy.eval()
+        self.net_ = policy
+        return self
+
+    def submit_probability(self, points) -> np.ndarray:
+        return torch.sigmoid(self._outputs(points).squeeze(1)).numpy()
+
+    def submit_mask(self, points, windows=None):
+        return self._outputs(points).squeeze(1).numpy() > 0.0

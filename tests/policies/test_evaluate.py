@@ -1,0 +1,117 @@
+import numpy as np
+import pandas as pd
+import pytest
+
+from mirage.evaluate import evaluate, outcomes, to_markdown
+from mirage.evaluate.figures import plot_lead_sweep, plot_x_distributions
+from mirage.policies import Policy, make_policy
+from mirage.policies.baselines import lead_sweep
+from mirage.policies.data import SampleSet
+
+# Three samples, c_I = 1, c_O = 0.5. Reactive x: 1 (low), 5 (medium), 14 (heavy).
+# Oracle costs: s0 min(1.5, 0.25, 1) = 0.25; s1 min(0.5, 2, 5) = 0.5; s2 min(10, 5, 6, 14) = 5.
+X = {0: [-3.0, -0.5, 1.0], 1: [-1.0, 2.0, 5.0], 2: [-20.0, -10.0, 6.0, 14.0]}
+NODES = {0: 1, 1: 1, 2: 8}
+
+
+class FixedK(Policy):
+    """Submits at a given k per sample; stands in for any policy in a hand computation."""
+
+    def __init__(self, ks):
+        self.ks = ks
+
+    def submit_mask(self, points, windows=None):
+        return points["k"].to_numpy() == points["sample_id"].map(self.ks).to_numpy()
+
+
+@pytest.fixture
+def tiny():
+    t0 = np.datetime64("2023-01-01T00:00:00", "s")
+    step = np.timedelta64(600, "s")
+    samples, points = [], []
+    for sid, xs in X.items():
+        n = len(xs)
+        samples.append(dict(sample_id=sid, cluster="c", split="validation",
+                            chain_nodes=NODES[sid], sample_start=t0, pred_submit=t0,
+                            pred_start=t0, pred_end=t0 + (n - 1) * step, n_points=n))
+        for k, x in enumerate(xs):
+            points.append(dict(sample_id=sid, k=k, t=t0 + k * step, x_h=x, pred_running=True,
+                               pred_elapsed_h=k / 6, pred_wait_h=0.0,
+                               pred_remaining_h=(n - 1 - k) / 6, f_avg100_wait_h=1.0))
+    s = pd.DataFrame(samples)
+    for c in ("sample_start", "pred_submit", "pred_start", "pred_end"):
+        s[c] = s[c].astype("datetime64[s]")
+    p = pd.DataFrame(points)
+    p["t"] = p["t"].astype("datetime64[s]")
+    return SampleSet(s, p).validate()
+
+
+def _row(table, nodes, level, policy):
+    r = table[(table.chain_nodes == nodes) & (table.load_level == level)
+              & (table.policy == policy)]
+    assert len(r) == 1
+    return r.iloc[0]
+
+
+def test_evaluate_by_hand(tiny):
+    pols = {"reactive": make_policy("reactive"), "early": FixedK({0: 0, 1: 0, 2: 0}),
+            "mid": FixedK({0: 1, 1: 1, 2: 1}), "oracle": make_policy("oracle")}
+    t = evaluate(pols, tiny, c_I=1.0, c_O=0.5)
+
+    r = _row(t, 1, "all", "early")  # x = -3, -1
+    assert (r.n, r.mean_interruption_h, r.median_interruption_h) == (2, 0.0, 0.0)
+    assert r.mean_overlap_h == pytest.approx(2.0)
+    assert r.overlap_node_hours == pytest.approx(4.0)
+    assert r.zero_interruption_share == 1.0
+    assert r.interruption_reduction_pct == pytest.approx(100.0)
+    assert r.cost == pytest.approx(1.0)          # (1.5 + 0.5) / 2
+    assert r.oracle_gap == pytest.approx(0.625)  # 1.0 - (0.25 + 0.5) / 2
+
+    r = _row(t, 1, "all", "mid")  # x = -0.5, 2
+    assert r.mean_interruption_h == pytest.approx(1.0)
+    assert r.median_interruption_h == pytest.approx(1.0)
+    assert r.mean_overlap_h == pytest.approx(0.25)
+    assert r.overlap_node_hours == pytest.approx(0.5)
+    assert r.zero_interruption_share == 0.5
+    assert r.interruption_reduction_pct == pytest.approx(100 * 2 / 3)
+    assert r.cost == pytest.approx(1.125)
+    assert r.oracle_gap == pytest.approx(0.75)
+
+    r = _row(t, 1, "all", "reactive")  # x = 1, 5
+    assert (r.mean_interruption_h, r.median_interruption_h, r.cost) == (3.0, 3.0, 3.0)
+    assert r.interruption_reduction_pct == 0.0 and r.zero_interruption_share == 0.0
+    assert r.oracle_gap == pytest.approx(2.625)
+
+    r = _row(t, 1, "all", "oracle")  # k = 1, 0 -> x = -0.5, -1
+    assert r.cost == pytest.approx(0.375) and r.oracle_gap == pytest.approx(0.0)
+
+    r = _row(t, 8, "heavy", "early")  # x = -20 on 8 nodes
+    assert r.n == 1 and r.mean_overlap_h == 20.0 and r.overlap_node_hours == 160.0
+    assert r.cost == pytest.approx(10.0) and r.oracle_gap == pytest.approx(5.0)
+
+    assert _row(t, 1, "low", "early").cost == pytest.approx(1.5)
+    assert _row(t, 1, "medium", "mid").cost == pytest.approx(2.0)
+    # 3 groups of (nodes, level) + 2 "all" groups, 4 policies each
+    assert len(t) == (3 + 2) * 4
+
+
+def test_outcomes_table_and_renderings(tiny, tmp_path):
+    pols = {"reactive": make_policy("reactive"), "fixed_lead": make_policy("fixed_lead")}
+    pols["fixed_lead"].fit(tiny)
+    out = outcomes(pols, tiny)
+    assert {"sample_id", "policy", "k", "x_h"} <= set(out.columns)
+    assert out[out.policy == "reactive"].x_h.tolist() == [1.0, 5.0, 14.0]
+    md = to_markdown(evaluate(pols, tiny))
+    assert md.startswith("| cluster |") and "fixed_lead" in md
+    paths = plot_x_distributions(out, tmp_path)
+    assert [p.name for p in paths] == ["x_c.png"] and paths[0].stat().st_size > 0
+    p = plot_lead_sweep({"train": pols["fixed_lead"].sweep_,
+                         "validation": lead_sweep(tiny, [0.0, 1 / 6, 2 / 6])},
+                        tmp_path / "lead.png", pols["fixed_lead"].lead_h)
+    assert p.stat().st_size > 0
+
+
+def test_lead_sweep_by_hand(tiny):
+    # points are 10 min apart; lead 1/6 h submits at the second-to-last point
+    sw = lead_sweep(tiny, [0.0, 1 / 6])
+    assert sw.cost.tolist() == pytest.approx([(1 + 5 + 14) / 3, (0.25 + 2 + 6) / 3])
