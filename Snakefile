@@ -19,6 +19,7 @@ include: "rules/common.smk"
 include: "rules/traces.smk"
 include: "rules/sim.smk"
 include: "rules/samples.smk"
+include: "rules/learn.smk"
 
 
 rule all:
@@ -27,3 +28,4 @@ rule all:
         rules.traces.input,
         rules.fidelity.input,
         rules.samples.input,
+        rules.evaluation.input,

@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 from pathlib import Path
@@ -28,6 +29,8 @@ CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
 MODES = config["samples"]["sim_modes"]
 SHARDS = config["samples"]["shards"]
+CHAIN_NODES = config["samples"]["chain_nodes"]
+POLICIES = config["policies"]["names"]
 
 
 wildcard_constraints:
@@ -35,6 +38,8 @@ wildcard_constraints:
     split="|".join(SPLITS),
     mode="|".join(MODES),
     shard=r"\d+",
+    nodes=r"\d+",
+    policy="|".join(POLICIES),
 
 
 def cluster_cfg(wildcards):

@@ -79,6 +79,20 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
             pd.read_parquet(tmp_path / "a" / "results" / "ls6" / name),
             pd.read_parquet(tmp_path / "b" / "results" / "ls6" / name),
         )
+    # every policy fitted and evaluated; the same tables from the second run (all seeded)
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv"),
+                                  pd.read_csv(tmp_path / "b" / "results" / "ls6" / "evaluation.csv"))
+    evaluation = pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv")
+    assert set(evaluation["policy"]) == {"reactive", "average", "fixed_lead", "quantile", "rf", "rf_tuned",
+                                         "xgb", "xgb_tuned", "dqn", "pg", "oracle"}
+    assert {"cluster", "mode", "chain_nodes", "load_level", "policy", "n", "mean_interruption_h",
+            "median_interruption_h", "mean_overlap_h", "overlap_node_hours", "zero_interruption_share",
+            "interruption_reduction_pct", "cost", "oracle_gap"} <= set(evaluation.columns)
+    overall = evaluation[evaluation["load_level"] == "all"].set_index(["chain_nodes", "policy"])["cost"]
+    for nodes in (1, 8):
+        assert overall[(nodes, "oracle")] <= overall.xs(nodes).min() + 1e-12
+    figures = tmp_path / "a" / "results" / "ls6" / "figures" / "evaluation"
+    assert {"x_ls6_calibrated_n1.png", "x_ls6_calibrated_n8.png"} <= {p.name for p in figures.iterdir()}
     samples = pd.read_parquet(tmp_path / "a" / "results" / "ls6" / "calibrated" / "samples" / "samples.parquet")
     assert set(samples["split"]) == {"train", "validation"} and set(samples["chain_nodes"]) == {1, 8}
 

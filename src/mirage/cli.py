@@ -185,12 +185,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub, bsub) -> None:
     """Stages that live in their own subpackages add their commands here."""
+    from mirage.evaluate import cli as evaluate_cli
+    from mirage.policies import cli as policies_cli
     from mirage.samples import cli as samples_cli
     from mirage.sim import cli as sim_cli
 
     sim_cli.register(sub)
     sim_cli.register_bench(bsub)
     samples_cli.register(sub)
+    policies_cli.register(sub)
+    evaluate_cli.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,9 +1,15 @@
-"""Table-based evaluation of provisioning policies (see docs/policies.md)."""
+"""Table-based evaluation of provisioning policies (see docs/policies.md).
 
-from mirage.evaluate.metrics import (
-    LOAD_LEVELS, METRICS, evaluate, load_level, outcomes, reference_outcomes, summarize,
-    to_markdown,
-)
+Names resolve lazily so that `mirage --help` does not import the policies' libraries.
+"""
 
-__all__ = ["LOAD_LEVELS", "METRICS", "evaluate", "load_level", "outcomes",
-           "reference_outcomes", "summarize", "to_markdown"]
+import importlib
+
+__all__ = ["LOAD_LEVELS", "METRICS", "evaluate", "load_level", "outcomes", "reference_outcomes",
+           "summarize", "to_markdown"]
+
+
+def __getattr__(name):
+    if name in __all__:
+        return getattr(importlib.import_module("mirage.evaluate.metrics"), name)
+    raise AttributeError(f"module 'mirage.evaluate' has no attribute {name!r}")

@@ -1,8 +1,19 @@
-"""Provisioning policies behind one interface (see docs/policies.md)."""
+"""Provisioning policies behind one interface (see docs/policies.md).
 
-from mirage.policies.base import Observation, Policy, first_submit_by_decide
-from mirage.policies.data import SampleSet, cost
-from mirage.policies.registry import POLICIES, load_policy, make_policy, save_policy
+Names resolve lazily so that `mirage --help` and the light commands do not import torch.
+"""
 
-__all__ = ["Observation", "Policy", "POLICIES", "SampleSet", "cost", "first_submit_by_decide",
-           "load_policy", "make_policy", "save_policy"]
+import importlib
+
+_EXPORTS = {
+    "Observation": "base", "Policy": "base", "first_submit_by_decide": "base",
+    "SampleSet": "data", "cost": "data",
+    "POLICIES": "registry", "load_policy": "registry", "make_policy": "registry", "save_policy": "registry",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(f"mirage.policies.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'mirage.policies' has no attribute {name!r}")

@@ -1,0 +1,94 @@
+"""``mirage fit``: train one policy on one cluster's training samples of one chain size."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+from pathlib import Path
+
+from mirage.errors import MirageError
+
+
+def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: str, threads: int = 1) -> dict:
+    """The config's parameters for ``name`` plus the costs, device and threads where the policy
+    takes them (threads come from the rule, not the config)."""
+    from mirage.policies.dqn import DQNConfig
+    from mirage.policies.pg import PGConfig
+    from mirage.policies.registry import POLICIES, TORCH_POLICIES, _FACTORIES
+
+    if name not in POLICIES:
+        raise MirageError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
+    out = dict(params)
+    if name in TORCH_POLICIES:
+        accepted = set((DQNConfig if name == "dqn" else PGConfig).__dataclass_fields__) | {"device", "threads"}
+        out.setdefault("device", device)
+    else:
+        factory = _FACTORIES[name]
+        target = factory if inspect.isclass(factory) else None
+        from mirage.policies.trees import RegressorPolicy
+
+        target = target or RegressorPolicy
+        accepted = set(inspect.signature(target.__init__).parameters) - {"self"}
+    unknown = set(out) - accepted
+    if unknown:
+        raise MirageError(
+            f"policy {name!r} does not take parameter(s) {sorted(unknown)}; it takes {sorted(accepted)}. "
+            "Fix `policies.params` in the config"
+        )
+    for key, value in (("c_I", c_I), ("c_O", c_O), ("threads", threads), ("n_jobs", threads)):
+        if key in accepted:
+            out.setdefault(key, value)
+    return out
+
+
+def _fit(args) -> None:
+    from mirage.policies.data import SampleSet
+    from mirage.policies.registry import TORCH_POLICIES, make_policy, save_policy
+
+    data = SampleSet.load(args.samples)
+    train = data.split("train")
+    train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes, "sample_id"])
+    if len(train) == 0:
+        raise MirageError(
+            f"{args.samples}: no training samples with chain_nodes={args.chain_nodes}; "
+            "check samples.chain_nodes and the training window in the config"
+        )
+    params = policy_params(args.policy, json.loads(args.params), c_I=args.c_I, c_O=args.c_O,
+                           device=args.device, threads=args.threads)
+    policy = make_policy(args.policy, **params)
+    t0 = time.perf_counter()
+    policy.fit(train, seed=args.seed)
+    seconds = time.perf_counter() - t0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    path = save_policy(policy, out / ("model.pt" if args.policy in TORCH_POLICIES else "model.joblib"))
+    info = {"policy": args.policy, "params": params, "seed": args.seed, "chain_nodes": args.chain_nodes,
+            "train_samples": len(train), "train_points": len(train.points), "fit_seconds": round(seconds, 2),
+            "model": path.name}
+    (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    print(f"{args.policy} n={args.chain_nodes}: fitted on {len(train)} samples in {seconds:.1f} s -> {path}")
+
+
+def load_fitted(directory, device: str | None = None):
+    """The policy saved by ``mirage fit`` in ``directory``."""
+    from mirage.policies.registry import load_policy
+
+    d = Path(directory)
+    info = json.loads((d / "fit.json").read_text())
+    return load_policy(d / info["model"], device=device)
+
+
+def register(sub) -> None:
+    p = sub.add_parser("fit", help="train a policy on a cluster's training samples")
+    p.add_argument("policy")
+    p.add_argument("--samples", required=True, help="SampleSet directory (mirage samples gather)")
+    p.add_argument("--chain-nodes", type=int, required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--params", default="{}", help="JSON of the policy's parameters")
+    p.add_argument("--c-I", dest="c_I", type=float, default=1.0, help="cost of an hour of interruption")
+    p.add_argument("--c-O", dest="c_O", type=float, default=0.5, help="cost of an hour of overlap")
+    p.add_argument("--device", default="cpu", help="torch device for DQN / policy gradient")
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for the model library")
+    p.add_argument("--out", required=True, help="directory for the fitted model and fit.json")
+    p.set_defaults(func=_fit)
