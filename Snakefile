@@ -20,6 +20,7 @@ include: "rules/traces.smk"
 include: "rules/sim.smk"
 include: "rules/samples.smk"
 include: "rules/learn.smk"
+include: "rules/report.smk"
 
 
 rule all:
@@ -29,3 +30,4 @@ rule all:
         rules.fidelity.input,
         rules.samples.input,
         rules.evaluation.input,
+        rules.report.output,

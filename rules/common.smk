@@ -29,6 +29,7 @@ CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
 MODES = config["samples"]["sim_modes"]
 SHARDS = config["samples"]["shards"]
+REPORT_NOTEBOOK = str(Path(workflow.basedir) / "notebooks" / "report.ipynb")
 CHAIN_NODES = config["samples"]["chain_nodes"]
 POLICIES = config["policies"]["names"]
 

@@ -93,6 +93,10 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
         assert overall[(nodes, "oracle")] <= overall.xs(nodes).min() + 1e-12
     figures = tmp_path / "a" / "results" / "ls6" / "figures" / "evaluation"
     assert {"x_ls6_calibrated_n1.png", "x_ls6_calibrated_n8.png"} <= {p.name for p in figures.iterdir()}
+    report = (tmp_path / "a" / "results" / "report.md").read_text()
+    assert "## Goals" in report and "24" not in report.split("trace:")[0]
+    notebook = json.loads((tmp_path / "a" / "results" / "report.ipynb").read_text())
+    assert any(o.get("output_type") == "display_data" for c in notebook["cells"] for o in c.get("outputs", []))
     samples = pd.read_parquet(tmp_path / "a" / "results" / "ls6" / "calibrated" / "samples" / "samples.parquet")
     assert set(samples["split"]) == {"train", "validation"} and set(samples["chain_nodes"]) == {1, 8}
 

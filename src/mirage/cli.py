@@ -185,6 +185,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_optional(sub, bsub) -> None:
     """Stages that live in their own subpackages add their commands here."""
+    from mirage import report
     from mirage.evaluate import cli as evaluate_cli
     from mirage.policies import cli as policies_cli
     from mirage.samples import cli as samples_cli
@@ -195,6 +196,7 @@ def _register_optional(sub, bsub) -> None:
     samples_cli.register(sub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
+    report.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,26 @@
+# Stage 4: one report of the run: markdown (tables, goal checks) and an executed notebook.
+
+
+rule report:
+    input:
+        evaluations=expand("results/{cluster}/evaluation.csv", cluster=CLUSTERS),
+        fidelity=expand("results/{cluster}/sim/fidelity.json", cluster=CLUSTERS),
+        profiles=expand("results/{cluster}/figures/trace_profile.png", cluster=CLUSTERS),
+        notebook=REPORT_NOTEBOOK,
+    output:
+        markdown="results/report.md",
+        notebook="results/report.ipynb",
+    log:
+        "logs/report.log",
+    benchmark:
+        "benchmarks/report.tsv"
+    conda:
+        "../envs/report.yaml"
+    params:
+        clusters=" ".join(CLUSTERS),
+        labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
+    shell:
+        "(python -m mirage report --results results --clusters {params.clusters}"
+        " --labels '{params.labels}' --out {output.markdown}"
+        " && python -m papermill {input.notebook} {output.notebook} --cwd ."
+        " -p results results -p clusters {params.clusters}) > {log} 2>&1"

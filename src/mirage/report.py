@@ -1,0 +1,131 @@
+"""The run's report: what went in, how faithful the simulator was, and how every policy did.
+
+``mirage report`` gathers the per-cluster outputs of the workflow into one markdown page
+(``results/report.md``) and checks the project's goals on every evaluated cluster and chain
+size, saying plainly where a goal is missed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+from mirage.evaluate.metrics import to_markdown
+
+BASELINES = ("reactive", "average", "fixed_lead")
+NOT_LEARNED = BASELINES + ("oracle",)
+ZERO_INTERRUPTION_GOAL = 0.80
+OVERLAP_GOAL_H = 6.0
+
+
+def goal_checks(table: pd.DataFrame) -> pd.DataFrame:
+    """Per (cluster, mode, chain size, load level): does the best learned policy beat every
+    baseline on cost, and does some learned policy reach >= 80 % zero interruption with a mean
+    overlap under 6 h?"""
+    rows = []
+    for key, g in table.groupby(["cluster", "mode", "chain_nodes", "load_level"], sort=False):
+        learned = g[~g["policy"].isin(NOT_LEARNED)]
+        base = g[g["policy"].isin(BASELINES)]
+        if learned.empty or base.empty:
+            continue
+        best = learned.loc[learned["cost"].idxmin()]
+        best_base = base.loc[base["cost"].idxmin()]
+        ok_share = learned[(learned["zero_interruption_share"] >= ZERO_INTERRUPTION_GOAL)
+                           & (learned["mean_overlap_h"] < OVERLAP_GOAL_H)]
+        rows.append({
+            "cluster": key[0], "mode": key[1], "chain_nodes": key[2], "load_level": key[3],
+            "n": int(best["n"]),
+            "best_learned": best["policy"], "best_learned_cost": best["cost"],
+            "best_baseline": best_base["policy"], "best_baseline_cost": best_base["cost"],
+            "beats_baselines": bool(best["cost"] < best_base["cost"]),
+            "zero_interruption_goal": (ok_share.loc[ok_share["cost"].idxmin(), "policy"]
+                                       if len(ok_share) else "missed"),
+        })
+    return pd.DataFrame(rows)
+
+
+def build_report(results: Path, clusters: list[str], labels: dict[str, str] | None = None) -> str:
+    labels = labels or {}
+    lines = ["# Mirage run report", ""]
+    checks = []
+    for c in clusters:
+        d = results / c
+        lines += [f"## {labels.get(c, c)} (`{c}`)", ""]
+        lines += _trace_section(d) + _fidelity_section(d) + _samples_section(d)
+        ev = d / "evaluation.csv"
+        if ev.exists():
+            table = pd.read_csv(ev)
+            overall = table[table["load_level"] == "all"].sort_values(["mode", "chain_nodes", "cost"])
+            lines += ["### Policies on the validation samples (all load levels, sorted by cost)", "",
+                      to_markdown(overall.drop(columns=["cluster", "load_level"])), "",
+                      f"Every load level: `{c}/evaluation.md`. Figures: `{c}/figures/evaluation/`.", ""]
+            checks.append(goal_checks(table))
+    if checks:
+        goals = pd.concat(checks, ignore_index=True)
+        beaten = goals["beats_baselines"].mean()
+        reached = (goals["zero_interruption_goal"] != "missed").mean()
+        lines += [
+            "## Goals", "",
+            f"- best learned policy beats every baseline on cost in {beaten:.0%} of the "
+            f"{len(goals)} (cluster, mode, chain size, load level) cells",
+            f"- a learned policy reaches >= {ZERO_INTERRUPTION_GOAL:.0%} zero interruption with mean "
+            f"overlap < {OVERLAP_GOAL_H:g} h in {reached:.0%} of the cells", "",
+            to_markdown(goals), "",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def _trace_section(d: Path) -> list[str]:
+    rep = d / "trace" / "clean_report.json"
+    if not rep.exists():
+        return []
+    r = json.loads(rep.read_text())
+    q = ", ".join(f"{k} {v}" for k, v in r["quarantined"].items()) or "none"
+    return [f"- trace: {r['rows_in']} rows in, {r['rows_kept']} kept, quarantined: {q}; "
+            f"runtimes clipped to the limit: {r['adjusted']['runtime_clipped']} "
+            f"(figure `{d.name}/figures/trace_profile.png`)"]
+
+
+def _fidelity_section(d: Path) -> list[str]:
+    rep = d / "sim" / "fidelity.json"
+    if not rep.exists():
+        return []
+    r = json.loads(rep.read_text())
+    keys = ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape")
+    cells = []
+    for k in keys:
+        v = r.get(k, {})
+        cells.append(f"{k} " + " / ".join(_fmt(v.get(m)) for m in ("sim", "zero_wait", "compat")))
+    return [f"- simulator fidelity on the whole trace (sim / zero-wait / compat): {'; '.join(cells)} "
+            f"(figure `{d.name}/sim/fidelity.png`)"]
+
+
+def _samples_section(d: Path) -> list[str]:
+    out = []
+    for summary in sorted(d.glob("*/samples/summary.json")):
+        rows = json.loads(summary.read_text())
+        text = ", ".join(f"{r['split']} n={r['chain_nodes']}: {r['samples']}" for r in rows)
+        out.append(f"- samples ({summary.parent.parent.name} simulator): {text}")
+    return out + [""]
+
+
+def _fmt(v) -> str:
+    return "n/a" if v is None else f"{v:.3g}"
+
+
+def _report(args) -> None:
+    labels = json.loads(args.labels)
+    text = build_report(Path(args.results), args.clusters, labels)
+    Path(args.out).write_text(text)
+    print(f"report -> {args.out}")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("report", help="gather a run's outputs into one markdown report")
+    p.add_argument("--results", default="results")
+    p.add_argument("--clusters", nargs="+", required=True)
+    p.add_argument("--labels", default="{}", help="JSON: cluster -> label")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_report)
