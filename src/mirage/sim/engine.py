@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import heapq
 from bisect import bisect_left, insort
+from operator import itemgetter
 
 import numpy as np
 
@@ -29,6 +30,7 @@ SERVICE_USER = -2
 # negkey = -(static - w_age * submit / max_age): the order of jobs by Slurm priority does not
 # change with time while no job's age has reached max_age, so the queue stays sorted by insort.
 R_NEGKEY, R_SUBMIT, R_JID, R_NODES, R_LIMIT, R_RUN, R_USER, R_DEP, R_STATIC = range(9)
+_SUBMIT_OF = itemgetter(R_SUBMIT)
 
 
 class _Static:
@@ -94,6 +96,10 @@ class Simulator:
         self.trace_start = np.full(static.n, -1, dtype=np.int64) if record else None
         self._restore(state)
         self.stop_hit = False
+        self.stop_jid = -1
+        # what-if trajectory following (see mirage.sim.follow); off unless track() is called
+        self._track = False
+        self._fol = None
 
     # ------------------------------------------------------------------ state
     def _restore(self, st: SimState) -> None:
@@ -233,6 +239,7 @@ class Simulator:
         cap_times = s.cap_times
         exclude = self.exclude
         pinned = self.pinned
+        track = self._track
         self.stop_jid = stop_jid
         self.stop_hit = False
         if self.dirty:
@@ -254,7 +261,10 @@ class Simulator:
             self.now = t
             changed = False
             while running and running[0][0] == t:
-                _, jid, n, u, _ = heappop(running)
+                rec = heappop(running)
+                _, jid, n, u, _ = rec
+                if track:
+                    self._dr -= hash(rec)
                 self.used -= n
                 self.ujobs[u] -= 1
                 self.unodes[u] -= n
@@ -280,24 +290,33 @@ class Simulator:
                     i = arr_order[self.nxt]
                     self.nxt += 1
                     if i not in exclude:
-                        insort(self.pending, (s.negkey[i], t, i, s.nodes[i], s.limit[i], s.run[i],
-                                              s.user[i], s.dep[i], s.static[i]))
+                        rec = (s.negkey[i], t, i, s.nodes[i], s.limit[i], s.run[i], s.user[i], s.dep[i],
+                               s.static[i])
+                        insort(self.pending, rec)
+                        if track:
+                            self._dp += hash(rec)
                         self.live.add(i)
                         changed = True
             while inserted and inserted[0][0] == t:
                 _, jid = heappop(inserted)
                 sub, n, lim, run, u, static, dep = self.extra[jid]
-                insort(self.pending, (-(static - s.age_rate * sub), sub, jid, n, lim, run, u, dep,
-                                      static))
+                rec = (-(static - s.age_rate * sub), sub, jid, n, lim, run, u, dep, static)
+                insort(self.pending, rec)
+                if track and jid != self._fol.probe:
+                    self._dp += hash(rec)
                 self.live.add(jid)
                 changed = True
             if changed:
                 self.dirty = True
                 self.bf_dirty = True
             if self.dirty or t == self.next_bf:
-                self._schedule()
-                if self.stop_hit:
-                    return True
+                if track:
+                    if self._fol.step(self, t):
+                        return True
+                else:
+                    self._schedule()
+                    if self.stop_hit:
+                        return True
         if t_end < INF:
             self.now = max(self.now, t_end)
         return False
@@ -308,7 +327,10 @@ class Simulator:
         self.used += n
         self.ujobs[u] = self.ujobs.get(u, 0) + 1
         self.unodes[u] = self.unodes.get(u, 0) + n
-        heapq.heappush(self.running, (t + s.run[i], i, n, u, t + s.limit[i]))
+        rec = (t + s.run[i], i, n, u, t + s.limit[i])
+        heapq.heappush(self.running, rec)
+        if self._track:
+            self._dr += hash(rec)
         self.live.add(i)
         if self.record:
             self.trace_start[i] = t
@@ -319,7 +341,11 @@ class Simulator:
         self.used += n
         self.ujobs[u] = self.ujobs.get(u, 0) + 1
         self.unodes[u] = self.unodes.get(u, 0) + n
-        heapq.heappush(self.running, (now + r[R_RUN], jid, n, u, now + r[R_LIMIT]))
+        rec = (now + r[R_RUN], jid, n, u, now + r[R_LIMIT])
+        heapq.heappush(self.running, rec)
+        if self._track:
+            self._dr += hash(rec)
+            self._fol.started(jid, now)
         if jid >= self.s.n:
             self.starts[jid] = now
         elif self.record:
@@ -333,11 +359,15 @@ class Simulator:
         s = self.s
         pend = self.pending
         if s.age_capped and pend:
-            cutoff = self.now - s.max_age
-            if any(r[R_SUBMIT] <= cutoff for r in pend):
-                now, rate, m = self.now, s.age_rate, s.max_age
-                return sorted(pend, key=lambda r: (-(r[R_STATIC] + rate * min(now - r[R_SUBMIT], m)),
-                                                   r[R_SUBMIT], r[R_JID]))
+            now, m = self.now, s.max_age
+            if min(map(_SUBMIT_OF, pend)) <= now - m:
+                rate = s.age_rate
+                # the key of the reference sort, (-(static + rate * min(age, max_age)), submit,
+                # jid), unique per job, so the records themselves are never compared
+                keyed = [(-(r[R_STATIC] + rate * (now - r[R_SUBMIT] if now - r[R_SUBMIT] < m else m)),
+                          r[R_SUBMIT], r[R_JID], r) for r in pend]
+                keyed.sort()
+                return [k[3] for k in keyed]
         return pend
 
     def _blocked(self, r: tuple, nodes: int) -> bool:
@@ -382,13 +412,21 @@ class Simulator:
             if s.cap_nodes[k] < self.cap:
                 cut = s.cap_times[k]
                 break
+        live, ujobs, unodes = self.live, self.ujobs, self.unodes
+        umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
+        now = self.now
         for r in self._ordered():
             n = r[R_NODES]
-            if self._blocked(r, n):
+            # _blocked(r, n), inline: held by a dependency or a per-user limit
+            dep = r[R_DEP]
+            if dep >= 0 and dep in live:
+                continue
+            u = r[R_USER]
+            if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
                 continue
             if n > free:
                 break
-            if self.now + r[R_LIMIT] > cut:
+            if now + r[R_LIMIT] > cut:
                 self.bf_dirty = True
                 continue
             self._start(r)
@@ -402,6 +440,9 @@ class Simulator:
     def _remove(self, started: list) -> None:
         gone = set(started)
         self.pending = [r for r in self.pending if r not in gone]
+        if self._track:
+            probe = self._fol.probe
+            self._dp -= sum(hash(r) for r in started if r[R_JID] != probe)
 
     def _backfill_pass(self) -> None:
         """One backfill pass at ``now``: reservations on a free-nodes profile over the window.
@@ -438,17 +479,36 @@ class Simulator:
         started = []
         tested = 0
         reserved_one = False
+        live, ujobs, unodes = self.live, self.ujobs, self.unodes
+        umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
+        max_test = s.bf_max_test
+        # (nodes, rounded limit) -> earliest start found for that shape in this pass, -1: none in
+        # the window. The profile only loses free nodes during a pass, so a later job of the
+        # same shape cannot fit earlier: its search starts there (or is skipped).
+        shape_at: dict = {}
         for r in self._ordered():
-            if tested >= s.bf_max_test:
+            if tested >= max_test:
                 break
             n = r[R_NODES]
-            if self._blocked(r, n):
+            # _blocked(r, n), inline
+            dep = r[R_DEP]
+            if dep >= 0 and dep in live:
+                continue
+            u = r[R_USER]
+            if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
                 continue
             tested += 1
             lim = -(-r[R_LIMIT] // res) * res
+            shape = (n, lim)
+            prev = shape_at.get(shape)
+            if prev is None:
+                k = 0
+            elif prev < 0:
+                continue
+            else:
+                k = bisect_left(times, prev)
             nt = len(times)
             # earliest k where the job fits from times[k] for its whole limit
-            k = 0
             found = -1
             while k < nt:
                 if frees[k] < n:
@@ -465,8 +525,10 @@ class Simulator:
                     break
                 k = j + 1
             if found < 0:
+                shape_at[shape] = -1
                 continue  # cannot start within the window: Slurm sets no reservation
             t0 = times[found]
+            shape_at[shape] = t0
             if t0 == now:
                 self._start(r)
                 started.append(r)
@@ -484,8 +546,7 @@ class Simulator:
                     frees.insert(b, frees[b - 1])
             else:
                 b = len(times)
-            for q in range(a, b):
-                frees[q] -= n
+            frees[a:b] = [f - n for f in frees[a:b]]
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
