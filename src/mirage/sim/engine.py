@@ -266,8 +266,15 @@ class Simulator:
                 if track:
                     self._dr -= hash(rec)
                 self.used -= n
-                self.ujobs[u] -= 1
-                self.unodes[u] -= n
+                # a user with nothing running leaves the counters (read with .get(u, 0)), which
+                # keeps them, and so every snapshot and fork, small
+                c = self.ujobs[u] - 1
+                if c:
+                    self.ujobs[u] = c
+                    self.unodes[u] -= n
+                else:
+                    del self.ujobs[u]
+                    del self.unodes[u]
                 self.live.discard(jid)
                 changed = True
             while self.ncap < len(cap_times) and cap_times[self.ncap] == t:
@@ -438,8 +445,9 @@ class Simulator:
             self._remove(started)
 
     def _remove(self, started: list) -> None:
-        gone = set(started)
-        self.pending = [r for r in self.pending if r not in gone]
+        pend = self.pending
+        for r in started:  # the very records of the queue: found by identity, order kept
+            pend.remove(r)
         if self._track:
             probe = self._fol.probe
             self._dp -= sum(hash(r) for r in started if r[R_JID] != probe)
@@ -486,7 +494,54 @@ class Simulator:
         # the window. The profile only loses free nodes during a pass, so a later job of the
         # same shape cannot fit earlier: its search starts there (or is skipped).
         shape_at: dict = {}
-        for r in self._ordered():
+        # The pass only matters through the jobs it starts now. ``wit`` is the position of a job
+        # ahead that could still start now (a witness); a job held now stays held through the
+        # pass. Once no witness is left, the rest of
+        # the pass could only place reservations, which nothing keeps: it stops there.
+        # nodes -> the smallest limit known unable to start now (a job at least as large and as
+        # long cannot either)
+        neg: dict = {}
+
+        def fits_now(n, lim):
+            if frees[0] < n:
+                return False
+            tend = now + lim
+            j, nt = 1, len(times)
+            while j < nt and times[j] < tend:
+                if frees[j] < n:
+                    return False
+                j += 1
+            return True
+
+        order = self._ordered()
+        nord = len(order)
+        i = 0
+        scan = 0  # the witness search resumes here (every job before it is no witness)
+        wit = -1
+        while i < nord:
+            if wit < i:
+                q = scan if scan > i else i
+                wit = -1
+                f0 = frees[0]
+                while q < nord:
+                    r = order[q]
+                    n = r[R_NODES]
+                    L = r[R_LIMIT]
+                    if n <= f0 and L < neg.get(n, INF):
+                        dep = r[R_DEP]
+                        u = r[R_USER]
+                        if not ((dep >= 0 and dep in live) or ujobs.get(u, 0) >= umax.get(u, mj)
+                                or unodes.get(u, 0) + n > mn):
+                            if fits_now(n, -(-L // res) * res):
+                                wit = q
+                                break
+                            neg[n] = L
+                    q += 1
+                scan = q
+                if wit < 0:
+                    break
+            r = order[i]
+            i += 1
             if tested >= max_test:
                 break
             n = r[R_NODES]
@@ -550,6 +605,13 @@ class Simulator:
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
+            if wit >= i:
+                rw = order[wit]
+                wn, wl = rw[R_NODES], rw[R_LIMIT]
+                if not fits_now(wn, -(-wl // res) * res):
+                    if wl < neg.get(wn, INF):
+                        neg[wn] = wl
+                    wit = -1
         if started:
             self._remove(started)
 

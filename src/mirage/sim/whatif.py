@@ -57,10 +57,15 @@ def what_if(base: Simulator | Snapshot, submit, nodes: int, limit_min: int, user
                          run_s=None if run_min is None else int(run_min) * 60,
                          user=_user_code(sim.s, user), priority=priority)
     t_end = submit + max_wait_s
-    fol = Follower(sim, jid, _LAST[0], t_end) if reuse else None
+    if not reuse:
+        return sim.starts[jid] if sim.run_until(t_end, stop_jid=jid) else None
+    # most probes start at their submit: only a query that waits is worth following or keeping
+    # (running up to the submit first and on from there is the same simulation)
+    if sim.run_until(submit, stop_jid=jid):
+        return sim.starts[jid]
+    fol = Follower(sim, jid, _LAST[0], t_end)
     start = sim.starts[jid] if sim.run_until(t_end, stop_jid=jid) else None
-    if fol is not None:
-        _LAST[0] = fol.trajectory(sim, start)
+    _LAST[0] = fol.trajectory(sim, start)
     return start
 
 
