@@ -188,12 +188,14 @@ def _register_optional(sub, bsub) -> None:
     from mirage import report
     from mirage.evaluate import cli as evaluate_cli
     from mirage.policies import cli as policies_cli
+    from mirage.samples import bench as samples_bench
     from mirage.samples import cli as samples_cli
     from mirage.sim import cli as sim_cli
 
     sim_cli.register(sub)
     sim_cli.register_bench(bsub)
     samples_cli.register(sub)
+    samples_bench.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
     report.register(sub)
