@@ -4,7 +4,7 @@ import json
 import subprocess
 import sys
 
-from conftest import DATA
+from paths import DATA
 
 
 def run(*args):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
+from paths import REPO
 
 from mirage.cli import main
 from mirage.config import load, load_schema, validate

@@ -3,7 +3,7 @@
 import re
 
 import yaml
-from conftest import REPO
+from paths import REPO
 
 # conda-forge names that differ from PyPI's
 CONDA_TO_PIP = {"pytorch": "torch"}

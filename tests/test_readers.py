@@ -2,7 +2,7 @@
 
 import pandas as pd
 import pytest
-from conftest import DATA
+from paths import DATA
 
 from mirage.errors import TraceFormatError
 from mirage.traces.clean import clean_trace

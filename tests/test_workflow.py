@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import LS6, REPO
+from paths import LS6, REPO
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from conftest import FAST, LEARNED
+from policy_budgets import FAST, LEARNED
 from mirage.evaluate import outcomes
 from mirage.policies import (
     POLICIES, first_submit_by_decide, load_policy, make_policy, save_policy,

@@ -1,0 +1,13 @@
+"""Training budgets the policy tests share (a plain module, importable from tests)."""
+
+# Training budgets cut to what this small scenario needs, so the whole suite stays ~1 min on
+# 2 shared cores; the defaults are sized for ~700 samples x ~300 points.
+FAST = {
+    "xgb": {"model_params": {"n_estimators": 100}},
+    "xgb_tuned": {"model_params": {"n_estimators": 100}},
+    "rf": {"model_params": {"n_estimators": 50}},
+    "rf_tuned": {"model_params": {"n_estimators": 50}},
+    "dqn": {"total_timesteps": 40_000, "learning_starts": 2_000},
+    "pg": {"updates": 150},
+}
+LEARNED = ["fixed_lead", "quantile", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "pg"]
