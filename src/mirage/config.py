@@ -23,7 +23,11 @@ def validate(config: dict, schema: dict | None = None, *, source: str = "config"
     errors = sorted(validator.iter_errors(config), key=lambda e: (len(e.path), list(map(str, e.path))))
     if errors:
         err = errors[0]
-        key = ".".join(str(p) for p in err.absolute_path) or "(top level)"
+        path = [str(p) for p in err.absolute_path]
+        if err.validator == "required" and isinstance(err.instance, dict):
+            # name the missing key itself, not its parent
+            path.append(next(k for k in err.validator_value if k not in err.instance))
+        key = ".".join(path) or "(top level)"
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: key `{key}`: {err.message}{more}. See config/schema.yaml")
     _check_windows(config, source)
