@@ -179,12 +179,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
-    _register_optional(sub, bsub)
+    _register_stages(sub, bsub)
     return parser
 
 
-def _register_optional(sub, bsub) -> None:
-    """Stages that live in their own subpackages add their commands here."""
+def _register_stages(sub, bsub) -> None:
+    """The later stages register their own commands (imports stay light: no torch here)."""
     from mirage import report
     from mirage.evaluate import cli as evaluate_cli
     from mirage.policies import cli as policies_cli
