@@ -104,3 +104,51 @@ def test_policies_never_submit_while_pending_except_learned_models(fitted, valid
     pending = validation.points[~validation.points.pred_running.astype(bool)]
     for name in ("average", "fixed_lead", "quantile", "reactive"):
         assert not fitted[name].submit_mask(pending, None).any()
+
+
+def test_quantile_tuning_picks_the_best_cross_fitted_grid_point(fitted):
+    q = fitted["quantile"]
+    sweep = q.tune_sweep_
+    n_floors = sweep["floor_h"].nunique()
+    assert n_floors in (1, 2) and 0.0 in set(sweep["floor_h"])
+    assert len(sweep) == n_floors * len(q.margins) * len(q.caps)
+    best = sweep.loc[sweep["cost_ratio"].idxmin()]
+    assert (q.floor_h_, q.margin_h_, q.cap_h_) == (best["floor_h"], best["margin_h"],
+                                                   best["cap_h"])
+
+
+def test_quantile_lead_is_clipped_between_floor_and_cap(train, validation):
+    q = make_policy("quantile", tune=False, window_h=None).fit(train, seed=0)
+    pts = validation.points
+    running = pts["pred_running"].to_numpy(dtype=bool)
+    rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+    q.floor_h_, q.cap_h_ = 1.0, 3.0
+    q.margin_h_ = 1e6   # lead = cap
+    np.testing.assert_array_equal(q.submit_mask(pts), running & (np.nan_to_num(rem, nan=99) <= 3.0))
+    q.margin_h_ = -1e6  # lead = floor
+    np.testing.assert_array_equal(q.submit_mask(pts), running & (np.nan_to_num(rem, nan=99) <= 1.0))
+
+
+def test_quantile_window_restricts_training_rows(train, monkeypatch):
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    seen = []
+    orig = HistGradientBoostingRegressor.fit
+    monkeypatch.setattr(HistGradientBoostingRegressor, "fit",
+                        lambda self, X, y, **kw: (seen.append(len(y)), orig(self, X, y, **kw))[1])
+    make_policy("quantile", tune=False, window_h=2.0).fit(train, seed=0)
+    rem = train.points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+    running = train.points["pred_running"].to_numpy(dtype=bool)
+    assert seen == [int((running & (np.nan_to_num(rem, nan=99) <= 2.0)).sum())]
+
+
+def test_quantile_pickled_before_the_tuned_lead_still_loads(fitted, validation):
+    import pickle
+    q = fitted["quantile"]
+    state = {k: v for k, v in q.__dict__.items()
+             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_")}
+    old = object.__new__(type(q))
+    old.__dict__.update(state)
+    loaded = pickle.loads(pickle.dumps(old))
+    assert (loaded.margin_h_, loaded.floor_h_, loaded.cap_h_) == (q.params["margin_h"], 0.0,
+                                                                  np.inf)
+    loaded.submit_mask(validation.points)  # scores without error

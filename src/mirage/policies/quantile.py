@@ -6,6 +6,20 @@ tau = c_I/(c_I+c_O) quantile of W. The policy predicts that quantile at every po
 features and submits as soon as it reaches the time left. Only points with a running
 predecessor are used: while it is pending the time left is unknown (at least 48 h), so the
 rule never fires there, and its training target W = x + remaining is undefined.
+
+Robustness to load shift (the real trace: training Nov-Feb is heavier than the March
+validation, so a model fitted on all running points predicts waits, and so overlap, that are
+too large):
+
+- ``window_h``: fit only on running points with at most ``window_h`` hours left, where the
+  decision is made (None: every running point, the first version);
+- the lead is ``clip(q + margin_h, floor_h, cap_h)``; with ``tune=True`` (default) fit()
+  picks margin, floor (0 or the fixed lead tuned on the training data) and cap from grids by
+  cross-fitting over ``n_blocks`` time-ordered blocks of the training samples (model fitted
+  on the other blocks, scored on the block), minimising the mean over blocks of
+  cost / reactive cost of that block. The ratio weighs a light month as much as a heavy one,
+  so the choice is not dictated by the heaviest training month (cost is dominated by it, and
+  the future need not be as loaded). Validation data are never used.
 """
 
 from __future__ import annotations
@@ -14,7 +28,11 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, compact_matrix
+from mirage.policies.data import SampleSet, compact_matrix, cost, mask_outcomes
+
+DEFAULT_MARGINS = np.round(np.arange(-2.0, 1.0 + 1e-9, 0.25), 4)
+# caps above window_h extrapolate the model; the cross-fit decides whether that pays
+DEFAULT_CAPS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 48.0)
 
 
 class QuantileLead(Policy):
@@ -22,29 +40,97 @@ class QuantileLead(Policy):
 
     def __init__(self, c_I: float = 1.0, c_O: float = 0.5, max_iter: int = 100,
                  learning_rate: float = 0.1, max_leaf_nodes: int = 31,
-                 min_samples_leaf: int = 40, margin_h: float = 0.0):
+                 min_samples_leaf: int = 40, margin_h: float = 0.0,
+                 window_h: float | None = 2.0, floor_h: float = 0.0,
+                 cap_h: float | None = None, tune: bool = True, n_blocks: int = 4,
+                 margins=None, caps=None):
         self.params = dict(c_I=c_I, c_O=c_O, max_iter=max_iter, learning_rate=learning_rate,
                            max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
-                           margin_h=margin_h)
+                           margin_h=margin_h, window_h=window_h, floor_h=floor_h,
+                           cap_h=cap_h, tune=tune, n_blocks=n_blocks)
         self.tau = c_I / (c_I + c_O)
+        self.margins = DEFAULT_MARGINS if margins is None else np.asarray(margins, dtype=float)
+        self.caps = np.asarray(DEFAULT_CAPS if caps is None else caps, dtype=float)
+        self.margin_h_ = float(margin_h)
+        self.floor_h_ = float(floor_h)
+        self.cap_h_ = np.inf if cap_h is None else float(cap_h)
         self.feature_columns_: list[str] | None = None
         self.model_ = None
+        self.tune_sweep_: pd.DataFrame | None = None
 
-    def fit(self, train: SampleSet, seed: int = 0):
+    def __setstate__(self, state):
+        # policies pickled before the tuned lead existed: margin only, no floor or cap
+        state.setdefault("margin_h_", float(state.get("params", {}).get("margin_h", 0.0)))
+        state.setdefault("floor_h_", 0.0)
+        state.setdefault("cap_h_", np.inf)
+        state.setdefault("tune_sweep_", None)
+        self.__dict__.update(state)
+
+    # ---- model -----------------------------------------------------------------------------
+    def _fit_model(self, data: SampleSet, seed: int):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
-        self.feature_columns_ = train.feature_columns
-        pts = train.points[train.points["pred_running"].to_numpy(dtype=bool)]
+        pts = data.points
+        rows = pts["pred_running"].to_numpy(dtype=bool).copy()
+        if self.params["window_h"] is not None:
+            rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+            with np.errstate(invalid="ignore"):
+                rows &= rem <= self.params["window_h"]
+        pts = pts[rows]
         wait = pts["x_h"].to_numpy(dtype=float) + pts["pred_remaining_h"].to_numpy(dtype=float)
         p = self.params
         # 100 rounds: 2.3 s on 180k rows when the 2 cores were free, but 200 rounds took
         # 112 s while other jobs held them (OpenMP threads contend), and 100 were as good.
         # early_stopping off: its internal random split would make results depend on n_rows
-        self.model_ = HistGradientBoostingRegressor(
+        model = HistGradientBoostingRegressor(
             loss="quantile", quantile=self.tau, max_iter=p["max_iter"],
             learning_rate=p["learning_rate"], max_leaf_nodes=p["max_leaf_nodes"],
             min_samples_leaf=p["min_samples_leaf"], early_stopping=False, random_state=seed)
-        self.model_.fit(compact_matrix(pts, self.feature_columns_), np.maximum(wait, 0.0))
+        model.fit(compact_matrix(pts, self.feature_columns_), np.maximum(wait, 0.0))
+        return model
+
+    @staticmethod
+    def _lead_mask(points, q, margin, floor, cap) -> np.ndarray:
+        running = points["pred_running"].to_numpy(dtype=bool)
+        remaining = points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            return running & (remaining <= np.clip(q + margin, floor, cap))
+
+    def _tune(self, train: SampleSet, seed: int) -> None:
+        from mirage.policies.baselines import DEFAULT_LEADS, lead_sweep
+
+        c_I, c_O = self.params["c_I"], self.params["c_O"]
+        order = train.samples.sort_values(["sample_start", "sample_id"])["sample_id"].to_numpy()
+        blocks = [b for b in np.array_split(order, self.params["n_blocks"]) if len(b)]
+        scored = []
+        for b in blocks:
+            model = self._fit_model(train.subset(np.setdiff1d(order, b)), seed)
+            part = train.subset(b)
+            q = model.predict(compact_matrix(part.points, self.feature_columns_))
+            reactive = cost(mask_outcomes(part, np.zeros(len(part.points), bool)), c_I, c_O)
+            scored.append((part, q, max(float(reactive.mean()), 1e-6)))
+        sweep = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
+        fixed = float(sweep.loc[sweep["cost"].idxmin(), "lead_h"])
+        rows = []
+        for floor in dict.fromkeys((0.0, fixed)):
+            for margin in self.margins:
+                for cap in self.caps:
+                    ratios = [cost(mask_outcomes(part, self._lead_mask(
+                        part.points, q, margin, floor, cap)), c_I, c_O).mean() / ref
+                        for part, q, ref in scored]
+                    rows.append({"floor_h": floor, "margin_h": float(margin),
+                                 "cap_h": float(cap), "cost_ratio": float(np.mean(ratios))})
+        self.tune_sweep_ = pd.DataFrame(rows)
+        best = self.tune_sweep_.loc[self.tune_sweep_["cost_ratio"].idxmin()]
+        self.floor_h_, self.margin_h_, self.cap_h_ = (
+            float(best["floor_h"]), float(best["margin_h"]), float(best["cap_h"]))
+
+    # ---- interface -------------------------------------------------------------------------
+    def fit(self, train: SampleSet, seed: int = 0):
+        self.feature_columns_ = train.feature_columns
+        if self.params["tune"]:
+            self._tune(train, seed)
+        self.model_ = self._fit_model(train, seed)
         return self
 
     def predict_wait(self, points: pd.DataFrame) -> np.ndarray:
@@ -53,7 +139,5 @@ class QuantileLead(Policy):
     def submit_mask(self, points, windows=None):
         if self.model_ is None:
             raise RuntimeError("quantile policy is not fitted; call fit() first")
-        running = points["pred_running"].to_numpy(dtype=bool)
-        remaining = points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            return running & (self.predict_wait(points) + self.params["margin_h"] >= remaining)
+        return self._lead_mask(points, self.predict_wait(points), self.margin_h_,
+                               self.floor_h_, self.cap_h_)
