@@ -22,7 +22,8 @@ def plot_x_distributions(out: pd.DataFrame, out_dir, fmt: str = "png") -> list[P
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     policies = list(out["policy"].unique())
-    palette = dict(zip(policies, sns.color_palette("tab10", len(policies))))
+    # tab10 repeats its colours after ten policies; tab20 keeps eleven or more apart
+    palette = dict(zip(policies, sns.color_palette("tab10" if len(policies) <= 10 else "tab20", len(policies))))
     paths = []
     for cluster, cd in out.groupby("cluster", sort=True):
         levels = [lvl for lvl in LOAD_LEVELS if (cd["load_level"] == lvl).any()] + [ALL]
