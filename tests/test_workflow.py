@@ -116,3 +116,10 @@ def test_real_trace_config_runs(tmp_path):
     report = json.loads((work / "results" / "ls6" / "trace" / "clean_report.json").read_text())
     assert (report["rows_in"], report["rows_kept"]) == (24777, 24776)
     shutil.rmtree(work / ".snakemake", ignore_errors=True)
+
+
+def test_report_rule_passes_all_clusters_to_papermill():
+    # papermill takes one value per parameter: several clusters must arrive comma-separated
+    res = snakemake("-n", "-p", "--forceall", "results/report.md")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "-p clusters frontera,longhorn,ls6" in res.stdout
