@@ -18,9 +18,10 @@ rule report:
         "../envs/report.yaml"
     params:
         clusters=" ".join(CLUSTERS),
+        clusters_csv=",".join(CLUSTERS),
         labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
     shell:
         "(python -m mirage report --results results --clusters {params.clusters}"
         " --labels '{params.labels}' --out {output.markdown}"
         " && python -m papermill {input.notebook} {output.notebook} --cwd ."
-        " -p results results -p clusters {params.clusters}) > {log} 2>&1"
+        " -p results results -p clusters {params.clusters_csv}) > {log} 2>&1"
