@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from mirage.errors import TraceFormatError
-from mirage.traces.clean import clean_trace
+from mirage.traces.clean import CHECKS, PARSE_REASONS, clean_trace
 from mirage.traces.read import read_trace
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -62,6 +62,7 @@ def _check(path):
     assert report["rows_in"] == report["rows_kept"] + sum(report["quarantined"].values())
     assert len(kept) == report["rows_kept"] and len(quarantine) == sum(report["quarantined"].values())
     assert kept["job_id"].is_unique
+    assert set(report["quarantined"]) <= set(CHECKS) | set(PARSE_REASONS), "undocumented reason"
     return len(kept)
 
 

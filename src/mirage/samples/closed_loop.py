@@ -8,8 +8,6 @@ precomputed) must give the same outcome; ``tests/test_closed_loop.py`` checks th
 
 from __future__ import annotations
 
-import pandas as pd
-
 from mirage.policies.base import Observation, Policy
 from mirage.samples.generate import CHAIN_LIMIT_MIN, MAX_WAIT_S, Episode, SampleSpec
 from mirage.sim import SERVICE_USER, JobTable
@@ -33,7 +31,3 @@ def run_closed_loop(table: JobTable, profile, spec: SampleSpec, policy: Policy) 
             return int(row["k"]), (ep.sim.starts[succ] - pred_end) / 3600.0
     raise AssertionError("unreachable: the predecessor's end always submits")
 
-
-def closed_loop_outcomes(table: JobTable, profile, specs: list[SampleSpec], policy: Policy) -> pd.DataFrame:
-    rows = [(s.sample_id, *run_closed_loop(table, profile, s, policy)) for s in specs]
-    return pd.DataFrame(rows, columns=["sample_id", "k", "x_h"])

@@ -58,11 +58,6 @@ REQUIRED_CLEAN = ("cluster", "job_id", "submit", "start", "end", "time_limit_min
 QUARANTINE_COLUMNS: dict[str, str] = {"line": "Int64", "reason": "string", "raw": "string"}
 
 
-def empty_jobs() -> pd.DataFrame:
-    """An empty canonical job table with the right dtypes."""
-    return conform(pd.DataFrame({c: [] for c in COLUMNS}))
-
-
 def conform(df: pd.DataFrame) -> pd.DataFrame:
     """Return ``df`` with exactly the canonical columns, in order, with canonical dtypes.
 
