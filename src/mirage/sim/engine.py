@@ -17,11 +17,11 @@ from operator import itemgetter
 
 import numpy as np
 
+from .freenodes import INF, earliest_fit, free_profile, reserve
 from .jobs import NO_DEP, JobTable, SimInputError
 from .profile import ClusterProfile
 from .state import SimState, Snapshot
 
-INF = 1 << 62
 #: an inserted job without a user belongs to this pseudo user (the service being provisioned)
 SERVICE_USER = -2
 
@@ -464,26 +464,7 @@ class Simulator:
         res = s.bf_res
         horizon = now + s.bf_window
         conservative = s.bf_mode == "conservative"
-        # free-nodes step function: times[k] .. times[k+1] has frees[k] nodes free
-        deltas: dict = {}
-        for _, _, n, _, exp in self.running:
-            if exp < horizon:
-                te = now + -(-(exp - now) // res) * res if exp > now else now
-                deltas[te] = deltas.get(te, 0) + n
-        for k in range(self.ncap, len(s.cap_times)):
-            tc = s.cap_times[k]
-            if tc >= horizon:
-                break
-            prev = self.cap if k == self.ncap else s.cap_nodes[k - 1]
-            deltas[tc] = deltas.get(tc, 0) + s.cap_nodes[k] - prev
-        times = [now]
-        frees = [self.cap - self.used]
-        for te in sorted(deltas):
-            if te <= now:
-                frees[0] += deltas[te]
-            else:
-                times.append(te)
-                frees.append(frees[-1] + deltas[te])
+        times, frees = free_profile(self, horizon)
         started = []
         tested = 0
         reserved_one = False
@@ -562,23 +543,7 @@ class Simulator:
                 continue
             else:
                 k = bisect_left(times, prev)
-            nt = len(times)
-            # earliest k where the job fits from times[k] for its whole limit
-            found = -1
-            while k < nt:
-                if frees[k] < n:
-                    k += 1
-                    continue
-                tend = times[k] + lim
-                j = k + 1
-                while j < nt and times[j] < tend:
-                    if frees[j] < n:
-                        break
-                    j += 1
-                else:
-                    found = k
-                    break
-                k = j + 1
+            found = earliest_fit(times, frees, n, lim, k)
             if found < 0:
                 shape_at[shape] = -1
                 continue  # cannot start within the window: Slurm sets no reservation
@@ -591,17 +556,7 @@ class Simulator:
                 continue
             else:
                 reserved_one = True
-            # subtract the job (or its reservation) from the profile
-            t1 = t0 + lim
-            a = found
-            if t1 < horizon:
-                b = bisect_left(times, t1)
-                if b == len(times) or times[b] != t1:
-                    times.insert(b, t1)
-                    frees.insert(b, frees[b - 1])
-            else:
-                b = len(times)
-            frees[a:b] = [f - n for f in frees[a:b]]
+            reserve(times, frees, found, n, t0 + lim, horizon)
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
