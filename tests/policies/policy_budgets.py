@@ -9,5 +9,9 @@ FAST = {
     "rf_tuned": {"model_params": {"n_estimators": 50}},
     "dqn": {"total_timesteps": 40_000, "learning_starts": 2_000},
     "pg": {"updates": 150},
+    # cross-fitted: one fit per time block plus the final one
+    "dqn_tuned": {"total_timesteps": 20_000, "learning_starts": 2_000, "n_blocks": 2},
+    "pg_tuned": {"updates": 100, "n_blocks": 2},
 }
-LEARNED = ["fixed_lead", "quantile", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "pg"]
+LEARNED = ["fixed_lead", "quantile", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned",
+           "pg", "pg_tuned"]

@@ -7,6 +7,7 @@ from mirage.policies import (
     POLICIES, first_submit_by_decide, load_policy, make_policy, save_policy,
 )
 from mirage.policies.data import cost
+from mirage.policies.registry import TORCH_POLICIES
 
 
 def _mean_cost(policy, data):
@@ -52,6 +53,8 @@ def test_first_submit_equals_looping_decide(fitted, validation, name):
 
 # small budgets: determinism does not need a good policy, only a complete training run
 DET = {"dqn": {"total_timesteps": 4_000, "learning_starts": 500}, "pg": {"updates": 20},
+       "dqn_tuned": {"total_timesteps": 3_000, "learning_starts": 500, "n_blocks": 2},
+       "pg_tuned": {"updates": 10, "n_blocks": 2},
        "rf": {"model_params": {"n_estimators": 20}},
        "rf_tuned": {"model_params": {"n_estimators": 20}},
        "xgb": {"model_params": {"n_estimators": 30}},
@@ -69,7 +72,7 @@ def test_same_seed_same_decisions(train, validation, name):
 @pytest.mark.parametrize("name", sorted(set(POLICIES) | {"rf_history"}))
 def test_save_load_round_trip(fitted, validation, tmp_path, name):
     policy = fitted[name]
-    suffix = ".pt" if name in ("dqn", "pg") else ".joblib"
+    suffix = ".pt" if name in TORCH_POLICIES else ".joblib"
     path = save_policy(policy, tmp_path / f"{name}{suffix}")
     again = load_policy(path)
     assert again.first_submit_all(validation).equals(policy.first_submit_all(validation))
@@ -87,6 +90,11 @@ def test_tuned_threshold_comes_from_the_sweep(fitted):
         p = fitted[name]
         assert p.threshold in set(p.threshold_sweep_["threshold"])
     assert fitted["rf"].threshold == -0.5
+    for name in ("dqn_tuned", "pg_tuned"):
+        p = fitted[name]
+        sweep = p.threshold_sweep_
+        assert p.threshold_ == sweep.loc[sweep["cost_ratio"].idxmin(), "threshold"]
+    assert fitted["dqn"].threshold_ == fitted["pg"].threshold_ == 0.0
 
 
 def test_quantile_level_is_the_newsvendor_ratio():

@@ -218,12 +218,3 @@ def mask_outcomes(data: SampleSet, mask: np.ndarray) -> np.ndarray:
     first = first_true_grouped(np.asarray(mask, dtype=bool), pts["k"].to_numpy(), starts)
     # k is contiguous from 0 (validate()), so the chosen row is start + k
     return pts["x_h"].to_numpy(dtype=float)[starts + first]
-
-
-def holdout_split(data: SampleSet, fraction: float, seed: int) -> tuple[SampleSet, SampleSet]:
-    """Split by whole samples, because points of one sample share a queue and would leak."""
-    ids = data.sample_ids.copy()
-    rng = np.random.default_rng(seed)
-    rng.shuffle(ids)
-    n_hold = max(1, int(round(fraction * len(ids))))
-    return data.subset(ids[n_hold:]), data.subset(ids[:n_hold])

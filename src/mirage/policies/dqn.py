@@ -85,11 +85,15 @@ def linear_schedule(start_e: float, end_e: float, duration: float, t: int) -> fl
 class DQN(TorchPolicy):
     name = "dqn"
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1, **config):
-        super().__init__(device=device, threads=threads, **asdict(DQNConfig(**config)))
+    # Q(submit) - Q(wait) in hours of cost
+    thresholds = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.05), 4)
 
-    def fit(self, train: SampleSet, seed: int = 0):
-        self._set_threads()
+    def __init__(self, device: str = "cpu", threads: int | None = 1,
+                 tune_threshold: bool = False, n_blocks: int = 4, **config):
+        super().__init__(device=device, threads=threads, tune_threshold=tune_threshold,
+                         n_blocks=n_blocks, **asdict(DQNConfig(**config)))
+
+    def _train(self, train: SampleSet, seed: int) -> None:
         cfg = DQNConfig(**{k: v for k, v in self.params.items()
                            if k in DQNConfig.__dataclass_fields__})
         rng = seed_everything(seed)
@@ -104,6 +108,7 @@ class DQN(TorchPolicy):
         rb = ReplayBuffer(cfg.buffer_size, episodes.obs_dim)
 
         t0 = time.perf_counter()
+        self.history_ = []
         obs, _ = env.reset(seed=seed)
         ep_costs = []
         for step in range(cfg.total_timesteps):
@@ -145,11 +150,10 @@ class DQN(TorchPolicy):
         self.train_seconds_ = time.perf_counter() - t0
         q_net.eval()
         self.net_ = q_net
-        return self
 
     def q_values(self, points) -> np.ndarray:
         return self._outputs(points).numpy()
 
-    def submit_mask(self, points, windows=None):
+    def decision_score(self, points) -> np.ndarray:
         q = self.q_values(points)
-        return q[:, 1] > q[:, 0]
+        return q[:, 1] - q[:, 0]

@@ -1,4 +1,11 @@
-"""Shared plumbing of the torch policies (DQN, policy gradient): features, MLP, persistence.
+"""Shared plumbing of the torch policies (DQN, policy gradient): features, MLP, decision
+threshold, persistence.
+
+Each torch policy turns its network into one decision score per point (DQN: Q(submit) -
+Q(wait); policy gradient: the submit logit) and submits when the score exceeds ``threshold_``:
+0 is the greedy rule. ``tune_threshold=True`` picks the threshold by time-ordered
+cross-fitting on the training samples (``mirage.policies.tuning``), the same way the
+regressors and the quantile lead pick theirs.
 
 Fitted torch policies are saved as one ``torch.save`` dict of plain tensors and Python values
 (parameters, feature names, scaler, state_dict) so ``torch.load(weights_only=True)`` can read
@@ -16,6 +23,7 @@ from torch import nn
 from mirage.policies.base import Policy
 from mirage.policies.data import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
+from mirage.policies.tuning import cross_fit, sweep
 
 
 def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequential:
@@ -36,14 +44,19 @@ class TorchPolicy(Policy):
     """Base of policies that score standardised compact features with an MLP."""
 
     n_outputs = 2
+    thresholds: np.ndarray = np.zeros(1)  # candidates for tune_threshold, set per policy
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1, **params):
-        self.params = dict(params, device=device, threads=threads)
+    def __init__(self, device: str = "cpu", threads: int | None = 1,
+                 tune_threshold: bool = False, n_blocks: int = 4, **params):
+        self.params = dict(params, device=device, threads=threads,
+                           tune_threshold=tune_threshold, n_blocks=n_blocks)
         self.feature_columns_: list[str] | None = None
         self.scaler_: Scaler | None = None
         self.net_: nn.Module | None = None
         self.train_seconds_: float | None = None
         self.history_: list[dict] = []
+        self.threshold_ = 0.0
+        self.threshold_sweep_ = None
 
     @property
     def device(self) -> torch.device:
@@ -62,6 +75,35 @@ class TorchPolicy(Policy):
     def _build_net(self, n_in: int) -> nn.Module:
         return mlp(n_in, self.n_outputs, self.params.get("hidden", 64)).to(self.device)
 
+    # ---- training and decisions ------------------------------------------------------------
+    def _train(self, train: SampleSet, seed: int) -> None:
+        """Fit the network on ``train`` (sets feature_columns_, scaler_, net_, history_)."""
+        raise NotImplementedError
+
+    def decision_score(self, points) -> np.ndarray:
+        raise NotImplementedError
+
+    def fit(self, train: SampleSet, seed: int = 0):
+        self._set_threads()
+        if self.params["tune_threshold"]:
+            def fit_score(fit_part, held):
+                self._train(fit_part, seed)
+                return self.decision_score(held.points)
+
+            blocks = cross_fit(train, self.params["n_blocks"], fit_score,
+                               self.params.get("c_I", 1.0), self.params.get("c_O", 0.5))
+            # highest threshold first: on a tie the later, less overlapping submit wins
+            candidates = [{"threshold": float(t)} for t in np.sort(self.thresholds)[::-1]]
+            best, self.threshold_sweep_ = sweep(
+                blocks, candidates, lambda b, c: b.score > c["threshold"],
+                self.params.get("c_I", 1.0), self.params.get("c_O", 0.5))
+            self.threshold_ = float(best["threshold"])
+        self._train(train, seed)
+        return self
+
+    def submit_mask(self, points, windows=None):
+        return self.decision_score(points) > self.threshold_
+
     def _outputs(self, points) -> torch.Tensor:
         if self.net_ is None:
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
@@ -75,6 +117,7 @@ class TorchPolicy(Policy):
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"policy": self.name, "params": self.params,
                     "feature_columns": list(self.feature_columns_),
+                    "threshold": float(self.threshold_),
                     "mean": torch.from_numpy(self.scaler_.mean),
                     "std": torch.from_numpy(self.scaler_.std),
                     "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}},
@@ -93,4 +136,5 @@ class TorchPolicy(Policy):
         obj.net_ = obj._build_net(len(obj.scaler_.mean))
         obj.net_.load_state_dict(blob["state_dict"])
         obj.net_.eval()
+        obj.threshold_ = float(blob.get("threshold", 0.0))
         return obj

@@ -46,11 +46,15 @@ class PolicyGradient(TorchPolicy):
     name = "pg"
     n_outputs = 1  # the submit logit
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1, **config):
-        super().__init__(device=device, threads=threads, **asdict(PGConfig(**config)))
+    # the submit logit; 0 is p(submit) = 1/2
+    thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
 
-    def fit(self, train: SampleSet, seed: int = 0):
-        self._set_threads()
+    def __init__(self, device: str = "cpu", threads: int | None = 1,
+                 tune_threshold: bool = False, n_blocks: int = 4, **config):
+        super().__init__(device=device, threads=threads, tune_threshold=tune_threshold,
+                         n_blocks=n_blocks, **asdict(PGConfig(**config)))
+
+    def _train(self, train: SampleSet, seed: int) -> None:
         cfg = PGConfig(**{k: v for k, v in self.params.items()
                           if k in PGConfig.__dataclass_fields__})
         rng = seed_everything(seed)
@@ -68,6 +72,7 @@ class PolicyGradient(TorchPolicy):
         X = torch.from_numpy(ep.X).to(dev)
 
         t0 = time.perf_counter()
+        self.history_ = []
         for update in range(cfg.updates):
             idx = rng.integers(ep.n_samples, size=cfg.episodes_per_update)
             start, last = ep.starts[idx], ep.n[idx] - 1
@@ -123,10 +128,9 @@ class PolicyGradient(TorchPolicy):
         self.train_seconds_ = time.perf_counter() - t0
         policy.eval()
         self.net_ = policy
-        return self
 
     def submit_probability(self, points) -> np.ndarray:
         return torch.sigmoid(self._outputs(points).squeeze(1)).numpy()
 
-    def submit_mask(self, points, windows=None):
-        return self._outputs(points).squeeze(1).numpy() > 0.0
+    def decision_score(self, points) -> np.ndarray:
+        return self._outputs(points).squeeze(1).numpy()

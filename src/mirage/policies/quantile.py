@@ -28,7 +28,8 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, compact_matrix, cost, mask_outcomes
+from mirage.policies.data import SampleSet, compact_matrix
+from mirage.policies.tuning import cross_fit, sweep
 
 DEFAULT_MARGINS = np.round(np.arange(-2.0, 1.0 + 1e-9, 0.25), 4)
 # caps above window_h extrapolate the model; the cross-fit decides whether that pays
@@ -100,28 +101,21 @@ class QuantileLead(Policy):
         from mirage.policies.baselines import DEFAULT_LEADS, lead_sweep
 
         c_I, c_O = self.params["c_I"], self.params["c_O"]
-        order = train.samples.sort_values(["sample_start", "sample_id"])["sample_id"].to_numpy()
-        blocks = [b for b in np.array_split(order, self.params["n_blocks"]) if len(b)]
-        scored = []
-        for b in blocks:
-            model = self._fit_model(train.subset(np.setdiff1d(order, b)), seed)
-            part = train.subset(b)
-            q = model.predict(compact_matrix(part.points, self.feature_columns_))
-            reactive = cost(mask_outcomes(part, np.zeros(len(part.points), bool)), c_I, c_O)
-            scored.append((part, q, max(float(reactive.mean()), 1e-6)))
-        sweep = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
-        fixed = float(sweep.loc[sweep["cost"].idxmin(), "lead_h"])
-        rows = []
-        for floor in dict.fromkeys((0.0, fixed)):
-            for margin in self.margins:
-                for cap in self.caps:
-                    ratios = [cost(mask_outcomes(part, self._lead_mask(
-                        part.points, q, margin, floor, cap)), c_I, c_O).mean() / ref
-                        for part, q, ref in scored]
-                    rows.append({"floor_h": floor, "margin_h": float(margin),
-                                 "cap_h": float(cap), "cost_ratio": float(np.mean(ratios))})
-        self.tune_sweep_ = pd.DataFrame(rows)
-        best = self.tune_sweep_.loc[self.tune_sweep_["cost_ratio"].idxmin()]
+        blocks = cross_fit(
+            train, self.params["n_blocks"],
+            lambda fit_part, held: self._fit_model(fit_part, seed).predict(
+                compact_matrix(held.points, self.feature_columns_)),
+            c_I, c_O)
+        leads = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
+        fixed = float(leads.loc[leads["cost"].idxmin(), "lead_h"])
+        candidates = [{"floor_h": floor, "margin_h": float(margin), "cap_h": float(cap)}
+                      for floor in dict.fromkeys((0.0, fixed))
+                      for margin in self.margins for cap in self.caps]
+        best, self.tune_sweep_ = sweep(
+            blocks, candidates,
+            lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"], c["floor_h"],
+                                         c["cap_h"]),
+            c_I, c_O)
         self.floor_h_, self.margin_h_, self.cap_h_ = (
             float(best["floor_h"]), float(best["margin_h"]), float(best["cap_h"]))
 

@@ -24,11 +24,14 @@ _FACTORIES = {
     "xgb": lambda **p: RegressorPolicy(kind="xgb", **p),
     "xgb_tuned": lambda **p: RegressorPolicy(kind="xgb", tune_threshold=True, **p),
     "dqn": DQN,
+    "dqn_tuned": lambda **p: DQN(tune_threshold=True, **p),
     "pg": PolicyGradient,
+    "pg_tuned": lambda **p: PolicyGradient(tune_threshold=True, **p),
     "oracle": Oracle,
 }
 POLICIES: tuple[str, ...] = tuple(_FACTORIES)
-TORCH_POLICIES = {"dqn": DQN, "pg": PolicyGradient}
+TORCH_POLICIES = {"dqn": DQN, "dqn_tuned": DQN, "pg": PolicyGradient,
+                  "pg_tuned": PolicyGradient}
 
 
 def make_policy(name: str, **params) -> Policy:

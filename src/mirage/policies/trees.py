@@ -2,9 +2,11 @@
 
 The model predicts x (hours) of submitting now; the policy submits once the prediction is at
 least ``threshold`` (the reference uses -0.5 h: accept up to half an hour of expected overlap).
-``tune_threshold=True`` instead picks the threshold with the lowest cost on a held-out quarter
-of the training samples (a model fitted on the other three quarters), then refits on all of
-them; in-sample predictions would make the forest look perfect and pick a useless threshold.
+``tune_threshold=True`` instead picks the threshold by time-ordered cross-fitting
+(``mirage.policies.tuning``: fitted on all but one time block of the training samples, scored
+on that block, lowest mean cost ratio over the blocks), then refits on all of them. In-sample
+predictions would make the forest look perfect and pick a useless threshold; a random holdout
+has the training months' load and picked thresholds that overlapped hours in a lighter month.
 
 Features: "compact" (pred_* + f_* columns, the default because a 6048-wide matrix over every
 point of ~700 samples does not fit a 2-core laptop), "history" (the reference's flattened
@@ -19,8 +21,9 @@ import pandas as pd
 
 from mirage.policies.base import Policy
 from mirage.policies.data import (
-    SampleSet, compact_matrix, cost, history_windows, holdout_split, mask_outcomes,
+    SampleSet, compact_matrix, history_windows,
 )
+from mirage.policies.tuning import cross_fit, sweep
 
 FEATURE_MODES = ("compact", "history", "both")
 DEFAULT_THRESHOLDS = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
@@ -49,13 +52,13 @@ def _make_model(kind: str, seed: int, n_jobs: int, overrides: dict, wide: bool =
 
 class RegressorPolicy(Policy):
     def __init__(self, kind: str = "rf", features: str = "compact", threshold: float = -0.5,
-                 tune_threshold: bool = False, thresholds=None, holdout: float = 0.25,
+                 tune_threshold: bool = False, thresholds=None, n_blocks: int = 4,
                  points_per_sample: int | None = None, c_I: float = 1.0, c_O: float = 0.5,
                  n_jobs: int = 2, model_params: dict | None = None):
         if features not in FEATURE_MODES:
             raise ValueError(f"features must be one of {FEATURE_MODES}, not {features!r}")
         self.params = dict(kind=kind, features=features, threshold=threshold,
-                           tune_threshold=tune_threshold, holdout=holdout,
+                           tune_threshold=tune_threshold, n_blocks=n_blocks,
                            points_per_sample=points_per_sample, c_I=c_I, c_O=c_O,
                            n_jobs=n_jobs, model_params=dict(model_params or {}))
         self.thresholds = DEFAULT_THRESHOLDS if thresholds is None else np.asarray(thresholds)
@@ -125,17 +128,18 @@ class RegressorPolicy(Policy):
     def fit(self, train: SampleSet, seed: int = 0):
         self.feature_columns_ = train.feature_columns
         if self.params["tune_threshold"]:
-            fit_part, hold = holdout_split(train, self.params["holdout"], seed)
-            self.model_ = self._fit_model(fit_part, seed)
-            pred = self._predict_all(hold)
-            rows = []
-            for th in self.thresholds:
-                xs = mask_outcomes(hold, pred >= th)
-                rows.append({"threshold": th,
-                             "cost": cost(xs, self.params["c_I"], self.params["c_O"]).mean()})
-            self.threshold_sweep_ = pd.DataFrame(rows)
-            self.threshold = float(self.threshold_sweep_.loc[
-                self.threshold_sweep_["cost"].idxmin(), "threshold"])
+            def fit_score(fit_part, held):
+                self.model_ = self._fit_model(fit_part, seed)
+                return self._predict_all(held)
+
+            blocks = cross_fit(train, self.params["n_blocks"], fit_score,
+                               self.params["c_I"], self.params["c_O"])
+            # highest threshold first: on a tie the later, less overlapping submit wins
+            candidates = [{"threshold": float(th)} for th in np.sort(self.thresholds)[::-1]]
+            best, self.threshold_sweep_ = sweep(
+                blocks, candidates, lambda b, c: b.score >= c["threshold"],
+                self.params["c_I"], self.params["c_O"])
+            self.threshold = float(best["threshold"])
         self.model_ = self._fit_model(train, seed)
         return self
 

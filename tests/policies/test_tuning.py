@@ -1,0 +1,58 @@
+"""Time-ordered cross-fitting (mirage.policies.tuning), shared by every tuned policy."""
+
+import numpy as np
+import pytest
+
+from mirage.policies.data import cost, mask_outcomes
+from mirage.policies.tuning import cost_ratio, cross_fit, sweep, time_blocks
+
+
+def test_blocks_are_consecutive_in_time_and_cover_every_sample(train):
+    blocks = time_blocks(train, 4)
+    assert len(blocks) == 4
+    assert sorted(np.concatenate(blocks)) == sorted(train.sample_ids)
+    start = train.samples.set_index("sample_id")["sample_start"]
+    for early, late in zip(blocks, blocks[1:]):
+        assert start.loc[early].max() <= start.loc[late].min()
+
+
+def test_a_block_is_never_scored_by_a_model_that_saw_it(train):
+    seen = []
+
+    def fit_score(fit_part, held):
+        seen.append((set(fit_part.sample_ids), set(held.sample_ids)))
+        return np.zeros(len(held.points))
+
+    blocks = cross_fit(train, 3, fit_score)
+    assert len(blocks) == len(seen) == 3
+    for fitted_on, scored in seen:
+        assert not fitted_on & scored
+        assert fitted_on | scored == set(train.sample_ids)
+    for b, (_, scored) in zip(blocks, seen):
+        assert set(b.data.sample_ids) == scored and len(b.score) == len(b.data.points)
+
+
+def test_cost_ratio_is_the_mean_of_block_cost_over_block_reactive_cost(train):
+    blocks = cross_fit(train, 2, lambda fit_part, held: np.zeros(len(held.points)))
+    always = lambda b: np.ones(len(b.data.points), bool)  # noqa: E731 - submit at k = 0
+    expected = np.mean([
+        cost(mask_outcomes(b.data, always(b))).mean()
+        / cost(mask_outcomes(b.data, np.zeros(len(b.data.points), bool))).mean()
+        for b in blocks])
+    assert cost_ratio(blocks, always) == pytest.approx(expected)
+    assert cost_ratio(blocks, lambda b: np.zeros(len(b.data.points), bool)) == pytest.approx(1.0)
+
+
+def test_sweep_takes_the_cheapest_candidate_and_the_first_on_ties(train):
+    blocks = cross_fit(train, 2, lambda fit_part, held: held.points["k"].to_numpy(float))
+    cands = [{"k": 10_000}, {"k": 20_000}, {"k": 0}]  # the first two are both reactive
+    best, table = sweep(blocks, cands, lambda b, c: b.score >= c["k"])
+    assert list(table["k"]) == [10_000, 20_000, 0]
+    assert best == (cands[0] if table["cost_ratio"].iloc[0] <= table["cost_ratio"].iloc[2]
+                    else cands[2])
+    assert table["cost_ratio"].iloc[0] == table["cost_ratio"].iloc[1] == pytest.approx(1.0)
+
+
+def test_too_few_blocks_is_refused(train):
+    with pytest.raises(ValueError, match="at least 2 blocks"):
+        time_blocks(train, 1)
