@@ -21,6 +21,7 @@ import pandas as pd
 from mirage.features.engineered import engineered
 from mirage.features.state import HISTORY_STEPS, N_STATE, STEP_S, state_vector
 from mirage.sim import SERVICE_USER, JobTable, Simulator, warm_start
+from mirage.sim.plan import planned_start
 from mirage.sim.whatif import what_if
 
 CHAIN_LIMIT_MIN = 2880
@@ -94,7 +95,14 @@ class _Observer:
             now, capacity=self.sim.cap, pending=pending, running=running, started=self.started(now),
             chain_nodes=self.chain_nodes, pred=pred,
         )
+        feats.update(self.plan(now))
         return vec, feats
+
+    def plan(self, now: int) -> dict[str, float]:
+        """What ``sbatch --test-only`` would say of the successor submitted now."""
+        start, ahead = planned_start(self.sim, self.chain_nodes, CHAIN_LIMIT_MIN * 60)
+        wait = MAX_WAIT_S if start is None else start - now
+        return {"f_plan_wait_h": wait / 3600, "f_plan_ahead_node_hours": ahead / 3600}
 
 
 def pred_columns(t: int, t_pred: int, start: int, limit_s: int) -> dict:
