@@ -119,10 +119,10 @@ def test_quantile_tuning_picks_the_best_cross_fitted_grid_point(fitted):
     sweep = q.tune_sweep_
     n_floors = sweep["floor_h"].nunique()
     assert n_floors in (1, 2) and 0.0 in set(sweep["floor_h"])
-    assert len(sweep) == n_floors * len(q.margins) * len(q.caps)
+    assert len(sweep) == len(q.windows) * n_floors * len(q.margins) * len(q.caps)
     best = sweep.loc[sweep["cost_ratio"].idxmin()]
-    assert (q.floor_h_, q.margin_h_, q.cap_h_) == (best["floor_h"], best["margin_h"],
-                                                   best["cap_h"])
+    assert (q.window_h_, q.floor_h_, q.margin_h_, q.cap_h_) == (
+        best["window_h"], best["floor_h"], best["margin_h"], best["cap_h"])
 
 
 def test_quantile_lead_is_clipped_between_floor_and_cap(train, validation):
@@ -153,7 +153,7 @@ def test_quantile_pickled_before_the_tuned_lead_still_loads(fitted, validation):
     import pickle
     q = fitted["quantile"]
     state = {k: v for k, v in q.__dict__.items()
-             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_")}
+             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_", "window_h_")}
     old = object.__new__(type(q))
     old.__dict__.update(state)
     loaded = pickle.loads(pickle.dumps(old))

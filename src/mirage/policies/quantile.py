@@ -12,7 +12,8 @@ validation, so a model fitted on all running points predicts waits, and so overl
 too large):
 
 - ``window_h``: fit only on running points with at most ``window_h`` hours left, where the
-  decision is made (None: every running point, the first version);
+  decision is made (None: every running point, the first version); with ``tune=True`` the
+  window is chosen from ``windows`` by the same cross-fit as the lead below;
 - the lead is ``clip(q + margin_h, floor_h, cap_h)``; with ``tune=True`` (default) fit()
   picks margin, floor (0 or the fixed lead tuned on the training data) and cap from grids by
   cross-fitting over ``n_blocks`` time-ordered blocks of the training samples (model fitted
@@ -34,6 +35,8 @@ from mirage.policies.tuning import cross_fit, sweep
 DEFAULT_MARGINS = np.round(np.arange(-2.0, 1.0 + 1e-9, 0.25), 4)
 # caps above window_h extrapolate the model; the cross-fit decides whether that pays
 DEFAULT_CAPS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 48.0)
+# training windows (hours left); None = every running point
+DEFAULT_WINDOWS = (1.0, 2.0, 4.0, 8.0, None)
 
 
 class QuantileLead(Policy):
@@ -44,7 +47,7 @@ class QuantileLead(Policy):
                  min_samples_leaf: int = 40, margin_h: float = 0.0,
                  window_h: float | None = 2.0, floor_h: float = 0.0,
                  cap_h: float | None = None, tune: bool = True, n_blocks: int = 4,
-                 margins=None, caps=None):
+                 margins=None, caps=None, windows=None):
         self.params = dict(c_I=c_I, c_O=c_O, max_iter=max_iter, learning_rate=learning_rate,
                            max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
                            margin_h=margin_h, window_h=window_h, floor_h=floor_h,
@@ -52,6 +55,8 @@ class QuantileLead(Policy):
         self.tau = c_I / (c_I + c_O)
         self.margins = DEFAULT_MARGINS if margins is None else np.asarray(margins, dtype=float)
         self.caps = np.asarray(DEFAULT_CAPS if caps is None else caps, dtype=float)
+        self.windows = tuple(DEFAULT_WINDOWS if windows is None else windows)
+        self.window_h_ = _window(window_h)
         self.margin_h_ = float(margin_h)
         self.floor_h_ = float(floor_h)
         self.cap_h_ = np.inf if cap_h is None else float(cap_h)
@@ -65,18 +70,17 @@ class QuantileLead(Policy):
         state.setdefault("floor_h_", 0.0)
         state.setdefault("cap_h_", np.inf)
         state.setdefault("tune_sweep_", None)
+        state.setdefault("window_h_", _window(state.get("params", {}).get("window_h", 2.0)))
         self.__dict__.update(state)
 
     # ---- model -----------------------------------------------------------------------------
-    def _fit_model(self, data: SampleSet, seed: int):
+    def _fit_model(self, data: SampleSet, seed: int, window_h: float):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         pts = data.points
-        rows = pts["pred_running"].to_numpy(dtype=bool).copy()
-        if self.params["window_h"] is not None:
-            rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
-            with np.errstate(invalid="ignore"):
-                rows &= rem <= self.params["window_h"]
+        rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            rows = pts["pred_running"].to_numpy(dtype=bool) & (rem <= window_h)
         pts = pts[rows]
         wait = pts["x_h"].to_numpy(dtype=float) + pts["pred_remaining_h"].to_numpy(dtype=float)
         p = self.params
@@ -101,21 +105,28 @@ class QuantileLead(Policy):
         from mirage.policies.baselines import DEFAULT_LEADS, lead_sweep
 
         c_I, c_O = self.params["c_I"], self.params["c_O"]
-        blocks = cross_fit(
-            train, self.params["n_blocks"],
-            lambda fit_part, held: self._fit_model(fit_part, seed).predict(
-                compact_matrix(held.points, self.feature_columns_)),
-            c_I, c_O)
         leads = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
         fixed = float(leads.loc[leads["cost"].idxmin(), "lead_h"])
         candidates = [{"floor_h": floor, "margin_h": float(margin), "cap_h": float(cap)}
                       for floor in dict.fromkeys((0.0, fixed))
                       for margin in self.margins for cap in self.caps]
-        best, self.tune_sweep_ = sweep(
-            blocks, candidates,
-            lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"], c["floor_h"],
-                                         c["cap_h"]),
-            c_I, c_O)
+        found, tables = [], []
+        for window in map(_window, self.windows):
+            blocks = cross_fit(
+                train, self.params["n_blocks"],
+                lambda fit_part, held: self._fit_model(fit_part, seed, window).predict(
+                    compact_matrix(held.points, self.feature_columns_)),
+                c_I, c_O)
+            best, table = sweep(
+                blocks, candidates,
+                lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"],
+                                             c["floor_h"], c["cap_h"]),
+                c_I, c_O)
+            table.insert(0, "window_h", window)
+            found.append((float(table["cost_ratio"].min()), window, best))
+            tables.append(table)
+        self.tune_sweep_ = pd.concat(tables, ignore_index=True)
+        _, self.window_h_, best = min(found, key=lambda f: f[0])  # first window on ties
         self.floor_h_, self.margin_h_, self.cap_h_ = (
             float(best["floor_h"]), float(best["margin_h"]), float(best["cap_h"]))
 
@@ -124,7 +135,7 @@ class QuantileLead(Policy):
         self.feature_columns_ = train.feature_columns
         if self.params["tune"]:
             self._tune(train, seed)
-        self.model_ = self._fit_model(train, seed)
+        self.model_ = self._fit_model(train, seed, self.window_h_)
         return self
 
     def predict_wait(self, points: pd.DataFrame) -> np.ndarray:
@@ -135,3 +146,8 @@ class QuantileLead(Policy):
             raise RuntimeError("quantile policy is not fitted; call fit() first")
         return self._lead_mask(points, self.predict_wait(points), self.margin_h_,
                                self.floor_h_, self.cap_h_)
+
+
+def _window(window_h: float | None) -> float:
+    """Hours left below which points train the model; None (every running point) is inf."""
+    return np.inf if window_h is None else float(window_h)
