@@ -187,6 +187,7 @@ def _register_stages(sub, bsub) -> None:
     """The later stages register their own commands (imports stay light: no torch here)."""
     from mirage import report
     from mirage.evaluate import cli as evaluate_cli
+    from mirage.evaluate import expected
     from mirage.policies import cli as policies_cli
     from mirage.samples import bench as samples_bench
     from mirage.samples import cli as samples_cli
@@ -198,6 +199,7 @@ def _register_stages(sub, bsub) -> None:
     samples_bench.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
+    expected.register(sub)
     report.register(sub)
 
 
