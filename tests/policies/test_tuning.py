@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from mirage.policies.data import cost, mask_outcomes
-from mirage.policies.tuning import cost_ratio, cross_fit, sweep, time_blocks
+from mirage.policies.tuning import best_threshold, cost_ratio, cross_fit, sweep, time_blocks
 
 
 def test_blocks_are_consecutive_in_time_and_cover_every_sample(train):
@@ -56,3 +56,15 @@ def test_sweep_takes_the_cheapest_candidate_and_the_first_on_ties(train):
 def test_too_few_blocks_is_refused(train):
     with pytest.raises(ValueError, match="at least 2 blocks"):
         time_blocks(train, 1)
+
+
+def test_best_threshold_breaks_ties_towards_the_later_submit(train):
+    blocks = cross_fit(train, 2, lambda fit_part, held: held.points["k"].to_numpy(float))
+    # every threshold above the last k is reactive: they tie, and the highest is kept
+    big = [10_000.0, 20_000.0, 30_000.0]
+    t, table = best_threshold(blocks, big)
+    assert t == 30_000.0 and list(table["threshold"]) == sorted(big, reverse=True)
+    # strict compares with >, otherwise >=: at t = 0 that is submitting at k = 1 or at k = 0
+    for strict, rule in ((True, lambda b: b.score > 0), (False, lambda b: b.score >= 0)):
+        _, table = best_threshold(blocks, [0.0], strict=strict)
+        assert table["cost_ratio"].iloc[0] == pytest.approx(cost_ratio(blocks, rule))

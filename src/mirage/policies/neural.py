@@ -23,7 +23,7 @@ from torch import nn
 from mirage.policies.base import Policy
 from mirage.policies.data import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
-from mirage.policies.tuning import cross_fit, sweep
+from mirage.policies.tuning import best_threshold, cross_fit
 
 
 def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequential:
@@ -90,14 +90,10 @@ class TorchPolicy(Policy):
                 self._train(fit_part, seed)
                 return self.decision_score(held.points)
 
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score,
-                               self.params.get("c_I", 1.0), self.params.get("c_O", 0.5))
-            # highest threshold first: on a tie the later, less overlapping submit wins
-            candidates = [{"threshold": float(t)} for t in np.sort(self.thresholds)[::-1]]
-            best, self.threshold_sweep_ = sweep(
-                blocks, candidates, lambda b, c: b.score > c["threshold"],
-                self.params.get("c_I", 1.0), self.params.get("c_O", 0.5))
-            self.threshold_ = float(best["threshold"])
+            c_I, c_O = self.params.get("c_I", 1.0), self.params.get("c_O", 0.5)
+            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
+            self.threshold_, self.threshold_sweep_ = best_threshold(
+                blocks, self.thresholds, c_I, c_O, strict=True)
         self._train(train, seed)
         return self
 

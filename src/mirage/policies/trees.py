@@ -23,7 +23,7 @@ from mirage.policies.base import Policy
 from mirage.policies.data import (
     SampleSet, compact_matrix, history_windows,
 )
-from mirage.policies.tuning import cross_fit, sweep
+from mirage.policies.tuning import best_threshold, cross_fit
 
 FEATURE_MODES = ("compact", "history", "both")
 DEFAULT_THRESHOLDS = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
@@ -132,14 +132,10 @@ class RegressorPolicy(Policy):
                 self.model_ = self._fit_model(fit_part, seed)
                 return self._predict_all(held)
 
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score,
-                               self.params["c_I"], self.params["c_O"])
-            # highest threshold first: on a tie the later, less overlapping submit wins
-            candidates = [{"threshold": float(th)} for th in np.sort(self.thresholds)[::-1]]
-            best, self.threshold_sweep_ = sweep(
-                blocks, candidates, lambda b, c: b.score >= c["threshold"],
-                self.params["c_I"], self.params["c_O"])
-            self.threshold = float(best["threshold"])
+            c_I, c_O = self.params["c_I"], self.params["c_O"]
+            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
+            self.threshold, self.threshold_sweep_ = best_threshold(
+                blocks, self.thresholds, c_I, c_O)
         self.model_ = self._fit_model(train, seed)
         return self
 

@@ -90,3 +90,15 @@ def sweep(blocks: list[HeldOutBlock], candidates: Iterable[dict],
         raise ValueError("no candidate thresholds to tune over")
     best = table.loc[table["cost_ratio"].idxmin()].drop("cost_ratio").to_dict()
     return best, table
+
+
+def best_threshold(blocks: list[HeldOutBlock], thresholds, c_I: float = 1.0, c_O: float = 0.5,
+                   strict: bool = False) -> tuple[float, pd.DataFrame]:
+    """The threshold on the blocks' scores (submit once score >= t, or > t if ``strict``)
+    with the lowest cost ratio, and the sweep. Candidates run from the highest down, so a tie
+    goes to the later, less overlapping submit."""
+    candidates = [{"threshold": float(t)} for t in np.sort(np.asarray(thresholds))[::-1]]
+    rule = ((lambda b, c: b.score > c["threshold"]) if strict
+            else (lambda b, c: b.score >= c["threshold"]))
+    best, table = sweep(blocks, candidates, rule, c_I, c_O)
+    return float(best["threshold"]), table
