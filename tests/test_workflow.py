@@ -92,6 +92,12 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
     overall = evaluation[evaluation["load_level"] == "all"].set_index(["chain_nodes", "policy"])["cost"]
     for nodes in (1, 8):
         assert overall[(nodes, "oracle")] <= overall.xs(nodes).min() + 1e-12
+    # the committed reference figures of this config (results/expected/tiny.csv), within tolerance
+    check = subprocess.run([sys.executable, "-m", "mirage", "expected", "check",
+                            str(tmp_path / "a" / "results" / "ls6" / "evaluation.csv"),
+                            "--expected", str(REPO / "results" / "expected" / "tiny.csv")],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
     figures = tmp_path / "a" / "results" / "ls6" / "figures" / "evaluation"
     assert {"x_ls6_calibrated_n1.png", "x_ls6_calibrated_n8.png"} <= {p.name for p in figures.iterdir()}
     report = (tmp_path / "a" / "results" / "report.md").read_text()
