@@ -80,7 +80,21 @@ class _Observer:
         return np.column_stack([self.submit[idx], ts[idx], self.table.nodes[idx], self.table.limit[idx]])
 
     def observe(self, now: int, pred: tuple | None) -> tuple[np.ndarray, dict]:
+        """The 42-number state and the engineered features at ``now``."""
         pending, running = self.queues()
+        vec = self._state(now, pred, pending, running)
+        feats = engineered(
+            now, capacity=self.sim.cap, pending=pending, running=running, started=self.started(now),
+            chain_nodes=self.chain_nodes, pred=pred,
+        )
+        feats.update(self.plan(now))
+        return vec, feats
+
+    def state(self, now: int) -> np.ndarray:
+        """The 42-number state alone (the history before the predecessor's submission)."""
+        return self._state(now, None, *self.queues())
+
+    def _state(self, now, pred, pending, running) -> np.ndarray:
         pred_tuple = None
         if pred is not None:
             submit, start, limit = pred
@@ -90,13 +104,7 @@ class _Observer:
                 ((start if running_now else now) - submit) / 3600,
                 (now - start) / 3600 if running_now else 0.0,
             )
-        vec = state_vector(now, pending, running, pred_tuple, self.succ)
-        feats = engineered(
-            now, capacity=self.sim.cap, pending=pending, running=running, started=self.started(now),
-            chain_nodes=self.chain_nodes, pred=pred,
-        )
-        feats.update(self.plan(now))
-        return vec, feats
+        return state_vector(now, pending, running, pred_tuple, self.succ)
 
     def plan(self, now: int) -> dict[str, float]:
         """What ``sbatch --test-only`` would say of the successor submitted now."""
@@ -136,7 +144,7 @@ class Episode:
         # 143 steps of history before the predecessor's submission; point 0 adds the 144th
         for t in range(self.t_pred - (HISTORY_STEPS - 1) * step_s, self.t_pred, step_s):
             self.sim.run_until(t)
-            self.history.append(self.obs.observe(t, None)[0])
+            self.history.append(self.obs.state(t))
         self.pred = self.sim.insert_job(self.t_pred, spec.chain_nodes, self.limit_s, user=SERVICE_USER)
 
     def window(self) -> np.ndarray:
