@@ -13,16 +13,14 @@ from mirage.errors import MirageError
 def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: str, threads: int = 1) -> dict:
     """The config's parameters for ``name`` plus the costs, device and threads where the policy
     takes them (threads come from the rule, not the config)."""
-    from mirage.policies.dqn import DQN, DQNConfig
-    from mirage.policies.pg import PGConfig
     from mirage.policies.registry import POLICIES, TORCH_POLICIES, _FACTORIES
 
     if name not in POLICIES:
         raise MirageError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
     out = dict(params)
     if name in TORCH_POLICIES:
-        config = DQNConfig if TORCH_POLICIES[name] is DQN else PGConfig
-        accepted = set(config.__dataclass_fields__) | {"device", "threads", "n_blocks"}
+        accepted = (set(TORCH_POLICIES[name].config_class.__dataclass_fields__)
+                    | {"device", "threads", "n_blocks"})
         out.setdefault("device", device)
     else:
         factory = _FACTORIES[name]

@@ -24,7 +24,7 @@ Departures from textbook DQN, each for a reason:
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -84,18 +84,13 @@ def linear_schedule(start_e: float, end_e: float, duration: float, t: int) -> fl
 
 class DQN(TorchPolicy):
     name = "dqn"
+    config_class = DQNConfig
 
     # Q(submit) - Q(wait) in hours of cost
     thresholds = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.05), 4)
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, **config):
-        super().__init__(device=device, threads=threads, tune_threshold=tune_threshold,
-                         n_blocks=n_blocks, **asdict(DQNConfig(**config)))
-
     def _train(self, train: SampleSet, seed: int) -> None:
-        cfg = DQNConfig(**{k: v for k, v in self.params.items()
-                           if k in DQNConfig.__dataclass_fields__})
+        cfg = self.config
         rng = seed_everything(seed)
         episodes = self._prepare(train)
         env = ProvisioningEnv(episodes, stride=cfg.stride)

@@ -14,6 +14,7 @@ them: a pickle of the whole object would tie saved files to this module's class 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -45,10 +46,12 @@ class TorchPolicy(Policy):
 
     n_outputs = 2
     thresholds: np.ndarray = np.zeros(1)  # candidates for tune_threshold, set per policy
+    config_class: type = None  # the training settings' dataclass, set per policy
 
     def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, **params):
-        self.params = dict(params, device=device, threads=threads,
+                 tune_threshold: bool = False, n_blocks: int = 4, **config):
+        # unknown training settings fail here, by the dataclass, with their name
+        self.params = dict(asdict(self.config_class(**config)), device=device, threads=threads,
                            tune_threshold=tune_threshold, n_blocks=n_blocks)
         self.feature_columns_: list[str] | None = None
         self.scaler_: Scaler | None = None
@@ -76,6 +79,12 @@ class TorchPolicy(Policy):
         return mlp(n_in, self.n_outputs, self.params.get("hidden", 64)).to(self.device)
 
     # ---- training and decisions ------------------------------------------------------------
+    @property
+    def config(self):
+        """The training settings as their dataclass."""
+        fields = self.config_class.__dataclass_fields__
+        return self.config_class(**{k: v for k, v in self.params.items() if k in fields})
+
     def _train(self, train: SampleSet, seed: int) -> None:
         """Fit the network on ``train`` (sets feature_columns_, scaler_, net_, history_)."""
         raise NotImplementedError

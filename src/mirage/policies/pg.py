@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -44,19 +44,14 @@ class PGConfig:
 
 class PolicyGradient(TorchPolicy):
     name = "pg"
+    config_class = PGConfig
     n_outputs = 1  # the submit logit
 
     # the submit logit; 0 is p(submit) = 1/2
     thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, **config):
-        super().__init__(device=device, threads=threads, tune_threshold=tune_threshold,
-                         n_blocks=n_blocks, **asdict(PGConfig(**config)))
-
     def _train(self, train: SampleSet, seed: int) -> None:
-        cfg = PGConfig(**{k: v for k, v in self.params.items()
-                          if k in PGConfig.__dataclass_fields__})
+        cfg = self.config
         rng = seed_everything(seed)
         ep = self._prepare(train)
         dev = self.device
