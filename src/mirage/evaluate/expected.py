@@ -84,7 +84,9 @@ def _check_cmd(args) -> None:
         tables.append(pd.read_csv(path))
     res = check(pd.concat(tables, ignore_index=True), exp)
     bad = res[~res["ok"]]
-    print(to_markdown(res if args.all else bad) if (args.all or len(bad)) else "")
+    shown = res if args.all else bad
+    if len(shown):
+        print(to_markdown(shown))
     print(f"{int(res['ok'].sum())} of {len(res)} expected values within tolerance "
           f"({args.expected})")
     if len(bad):
