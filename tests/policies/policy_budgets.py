@@ -12,6 +12,7 @@ FAST = {
     # cross-fitted: one fit per time block plus the final one
     "dqn_tuned": {"total_timesteps": 20_000, "learning_starts": 2_000, "n_blocks": 2},
     "pg_tuned": {"updates": 100, "n_blocks": 2},
+    "service_level": {"taus": (0.667, 0.9, 0.975), "n_blocks": 2, "min_level_samples": 5},
 }
-LEARNED = ["fixed_lead", "quantile", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned",
+LEARNED = ["fixed_lead", "quantile", "service_level", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned",
            "pg", "pg_tuned"]

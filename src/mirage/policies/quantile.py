@@ -74,7 +74,7 @@ class QuantileLead(Policy):
         self.__dict__.update(state)
 
     # ---- model -----------------------------------------------------------------------------
-    def _fit_model(self, data: SampleSet, seed: int, window_h: float):
+    def _fit_model(self, data: SampleSet, seed: int, window_h: float, tau: float | None = None):
         from sklearn.ensemble import HistGradientBoostingRegressor
 
         pts = data.points
@@ -88,7 +88,7 @@ class QuantileLead(Policy):
         # 112 s while other jobs held them (OpenMP threads contend), and 100 were as good.
         # early_stopping off: its internal random split would make results depend on n_rows
         model = HistGradientBoostingRegressor(
-            loss="quantile", quantile=self.tau, max_iter=p["max_iter"],
+            loss="quantile", quantile=self.tau if tau is None else tau, max_iter=p["max_iter"],
             learning_rate=p["learning_rate"], max_leaf_nodes=p["max_leaf_nodes"],
             min_samples_leaf=p["min_samples_leaf"], early_stopping=False, random_state=seed)
         model.fit(compact_matrix(pts, self.feature_columns_), np.maximum(wait, 0.0))

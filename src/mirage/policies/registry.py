@@ -12,6 +12,7 @@ from mirage.policies.dqn import DQN
 from mirage.policies.oracle import Oracle
 from mirage.policies.pg import PolicyGradient
 from mirage.policies.quantile import QuantileLead
+from mirage.policies.service import ServiceLevel
 from mirage.policies.trees import RegressorPolicy
 
 _FACTORIES = {
@@ -19,6 +20,7 @@ _FACTORIES = {
     "average": Average,
     "fixed_lead": FixedLead,
     "quantile": QuantileLead,
+    "service_level": ServiceLevel,
     "rf": lambda **p: RegressorPolicy(kind="rf", **p),
     "rf_tuned": lambda **p: RegressorPolicy(kind="rf", tune_threshold=True, **p),
     "xgb": lambda **p: RegressorPolicy(kind="xgb", **p),
