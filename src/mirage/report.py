@@ -14,7 +14,7 @@ import pandas as pd
 
 from mirage.evaluate.metrics import to_markdown
 
-BASELINES = ("reactive", "average", "fixed_lead")
+BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
 NOT_LEARNED = BASELINES + ("oracle",)
 ZERO_INTERRUPTION_GOAL = 0.80
 OVERLAP_GOAL_H = 6.0

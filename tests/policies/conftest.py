@@ -22,7 +22,7 @@ def validation(synth):
 @pytest.fixture(scope="session")
 def fitted(train):
     pols = {}
-    for name in ["reactive", "average", "oracle"] + LEARNED:
+    for name in ["reactive", "average", "plan_lead", "oracle"] + LEARNED:
         pols[name] = make_policy(name, **FAST.get(name, {})).fit(train, seed=0)
     pols["rf_history"] = make_policy("rf", features="history", points_per_sample=7,
                                      model_params={"n_estimators": 30}).fit(train, seed=0)

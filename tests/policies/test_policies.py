@@ -88,12 +88,14 @@ def test_fixed_lead_picks_the_cheapest_lead_of_its_sweep(fitted):
 def test_tuned_threshold_comes_from_the_sweep(fitted):
     for name in ("rf_tuned", "xgb_tuned"):
         p = fitted[name]
-        assert p.threshold in set(p.threshold_sweep_["threshold"])
+        best = p.threshold_sweep_.loc[p.threshold_sweep_["cost_ratio"].idxmin()]
+        assert (p.threshold, p.gate_) == (best["threshold"], best["gate"])
+        assert set(p.threshold_sweep_["gate"]) == {False, True}  # the samples carry the plan
     assert fitted["rf"].threshold == -0.5
     for name in ("dqn_tuned", "pg_tuned"):
         p = fitted[name]
-        sweep = p.threshold_sweep_
-        assert p.threshold_ == sweep.loc[sweep["cost_ratio"].idxmin(), "threshold"]
+        best = p.threshold_sweep_.loc[p.threshold_sweep_["cost_ratio"].idxmin()]
+        assert (p.threshold_, p.gate_) == (best["threshold"], best["gate"])
     assert fitted["dqn"].threshold_ == fitted["pg"].threshold_ == 0.0
 
 
@@ -110,19 +112,22 @@ def test_unknown_policy_name_lists_the_known_ones():
 def test_policies_never_submit_while_pending_except_learned_models(fitted, validation):
     # lead rules need a running predecessor; this guards the NaN comparisons
     pending = validation.points[~validation.points.pred_running.astype(bool)]
-    for name in ("average", "fixed_lead", "quantile", "reactive"):
+    for name in ("average", "fixed_lead", "plan_lead", "quantile", "reactive"):
         assert not fitted[name].submit_mask(pending, None).any()
 
 
 def test_quantile_tuning_picks_the_best_cross_fitted_grid_point(fitted):
     q = fitted["quantile"]
     sweep = q.tune_sweep_
-    n_floors = sweep["floor_h"].nunique()
-    assert n_floors in (1, 2) and 0.0 in set(sweep["floor_h"])
-    assert len(sweep) == len(q.windows) * n_floors * len(q.margins) * len(q.caps)
+    floors = sweep[["floor_h", "floor_gate"]].drop_duplicates()
+    assert len(floors) in (2, 3) and 0.0 in set(sweep["floor_h"])
+    assert set(sweep["gate"]) == {False, True}  # the synthetic samples carry the plan
+    per_floor = sum(len(q.margins) if cap > 0 else 1 for cap in q.caps)  # cap 0: no margins
+    assert len(sweep) == len(q.windows) * 2 * len(floors) * per_floor
     best = sweep.loc[sweep["cost_ratio"].idxmin()]
-    assert (q.window_h_, q.floor_h_, q.margin_h_, q.cap_h_) == (
-        best["window_h"], best["floor_h"], best["margin_h"], best["cap_h"])
+    assert (q.window_h_, q.floor_h_, q.margin_h_, q.cap_h_, q.gate_, q.floor_gate_) == (
+        best["window_h"], best["floor_h"], best["margin_h"], best["cap_h"], best["gate"],
+        best["floor_gate"])
 
 
 def test_quantile_lead_is_clipped_between_floor_and_cap(train, validation):
@@ -153,10 +158,52 @@ def test_quantile_pickled_before_the_tuned_lead_still_loads(fitted, validation):
     import pickle
     q = fitted["quantile"]
     state = {k: v for k, v in q.__dict__.items()
-             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_", "window_h_")}
+             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_", "window_h_", "gate_",
+                          "floor_gate_")}
     old = object.__new__(type(q))
     old.__dict__.update(state)
     loaded = pickle.loads(pickle.dumps(old))
     assert (loaded.margin_h_, loaded.floor_h_, loaded.cap_h_) == (q.params["margin_h"], 0.0,
                                                                   np.inf)
     loaded.submit_mask(validation.points)  # scores without error
+
+
+def test_plan_lead_submits_only_where_the_plan_starts_the_successor_after_the_end(fitted,
+                                                                                  validation):
+    p = fitted["plan_lead"]
+    pts = validation.points
+    mask = p.submit_mask(pts)
+    rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+    assert mask.any()
+    assert (pts["f_plan_wait_h"].to_numpy()[mask] >= rem[mask]).all()
+    assert (rem[mask] <= p.lead_h).all()
+    best = p.sweep_.loc[p.sweep_["cost"].idxmin()]
+    assert p.lead_h == best["lead_h"]
+
+
+def test_plan_lead_names_the_missing_plan_column(validation):
+    from mirage.policies.data import SampleSet
+
+    data = SampleSet(validation.samples, validation.points.drop(columns="f_plan_wait_h"))
+    with pytest.raises(KeyError, match="f_plan_wait_h"):
+        make_policy("plan_lead").fit(data)
+
+
+def test_quantile_floor_and_plan_veto_decompose_the_lead(train, validation):
+    from mirage.policies.baselines import plan_allows
+
+    q = make_policy("quantile", tune=False, window_h=None).fit(train, seed=0)
+    pts = validation.points
+    pred = q.predict_wait(pts)
+    running = pts["pred_running"].to_numpy(dtype=bool)
+    rem = np.nan_to_num(pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan), nan=99)
+    allow = plan_allows(pts)
+    q.margin_h_, q.cap_h_, q.floor_h_ = 0.0, 4.0, 0.5
+    model = running & (rem <= np.minimum(pred, 4.0))
+    floor = running & (rem <= 0.5)
+    q.gate_, q.floor_gate_ = True, False
+    np.testing.assert_array_equal(q.submit_mask(pts), (model & allow) | floor)
+    q.gate_, q.floor_gate_ = False, True
+    np.testing.assert_array_equal(q.submit_mask(pts), model | (floor & allow))
+    q.cap_h_ = 0.0  # the model's lead off: only the (vetoed) floor submits early
+    np.testing.assert_array_equal(q.submit_mask(pts)[rem > 0], (floor & allow)[rem > 0])

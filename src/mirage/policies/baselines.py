@@ -1,4 +1,5 @@
-"""Rule baselines: reactive, the reference's average-wait rule, and a fixed lead time."""
+"""Rule baselines: reactive, the reference's average-wait rule, a fixed lead time, and the
+fixed lead vetoed by the scheduler's own plan (what `sbatch --test-only` answers)."""
 
 from __future__ import annotations
 
@@ -48,13 +49,32 @@ class Average(Policy):
             return _running(points) & (_remaining(points) <= avg)
 
 
-def lead_sweep(data: SampleSet, leads_h, c_I: float = 1.0, c_O: float = 0.5) -> pd.DataFrame:
-    """Cost, interruption and overlap of every fixed lead in ``leads_h`` on ``data``.
+PLAN_COLUMN = "f_plan_wait_h"
+
+
+def plan_allows(points: pd.DataFrame) -> np.ndarray:
+    """True where the scheduler's plan (``f_plan_wait_h``: running jobs end at their limits,
+    every eligible job ranked above holds a reservation) starts a successor submitted now no
+    earlier than the predecessor's end; False while the predecessor is pending."""
+    if PLAN_COLUMN not in points.columns:
+        raise KeyError(f"the plan veto needs the feature column {PLAN_COLUMN!r} "
+                       "(`mirage samples` records it); regenerate the samples")
+    plan = points[PLAN_COLUMN].to_numpy(dtype=float, na_value=np.nan)
+    with np.errstate(invalid="ignore"):
+        return _running(points) & (plan >= _remaining(points))
+
+
+def lead_sweep(data: SampleSet, leads_h, c_I: float = 1.0, c_O: float = 0.5,
+               allow: np.ndarray | None = None) -> pd.DataFrame:
+    """Cost, interruption and overlap of every fixed lead in ``leads_h`` on ``data``; with
+    ``allow`` (a boolean per point) a lead submits only where ``allow`` is True.
 
     One pass per lead over the whole points table; sorting is done once by SampleSet.
     """
     pts = data.points
     running, remaining = _running(pts), _remaining(pts)
+    if allow is not None:
+        running = running & np.asarray(allow, dtype=bool)
     k, x = pts["k"].to_numpy(), pts["x_h"].to_numpy(dtype=float)
     starts = data.point_starts()
     rows = []
@@ -99,3 +119,27 @@ class FixedLead(Policy):
     def submit_mask(self, points, windows=None):
         with np.errstate(invalid="ignore"):
             return _running(points) & (_remaining(points) <= self.lead_h)
+
+
+class PlanLead(FixedLead):
+    """The fixed lead, vetoed by the scheduler: submit when the running predecessor has at most
+    ``lead_h`` hours left *and* ``sbatch --test-only`` (``f_plan_wait_h``) says a successor
+    submitted now would not start before the predecessor ends.
+
+    What an HPC user can do without any model: when free nodes would start the successor at
+    once, waiting costs nothing yet; when the plan puts its start at or after the end, an
+    early submission only adds queue age. fit() tunes the lead on the training cost, as
+    FixedLead does, with the veto applied.
+    """
+
+    name = "plan_lead"
+
+    def fit(self, train: SampleSet, seed: int = 0):
+        self.sweep_ = lead_sweep(train, self.leads, self.params["c_I"], self.params["c_O"],
+                                 allow=plan_allows(train.points))
+        if self.params["tune"]:
+            self.lead_h = float(self.sweep_.loc[self.sweep_["cost"].idxmin(), "lead_h"])
+        return self
+
+    def submit_mask(self, points, windows=None):
+        return super().submit_mask(points) & plan_allows(points)

@@ -24,7 +24,7 @@ from torch import nn
 from mirage.policies.base import Policy
 from mirage.policies.data import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
-from mirage.policies.tuning import best_threshold, cross_fit
+from mirage.policies.tuning import best_gated_threshold, cross_fit
 
 
 def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequential:
@@ -60,6 +60,7 @@ class TorchPolicy(Policy):
         self.history_: list[dict] = []
         self.threshold_ = 0.0
         self.threshold_sweep_ = None
+        self.gate_ = False  # the scheduler's veto (baselines.plan_allows), cross-fitted
 
     @property
     def device(self) -> torch.device:
@@ -99,15 +100,24 @@ class TorchPolicy(Policy):
                 self._train(fit_part, seed)
                 return self.decision_score(held.points)
 
+            from mirage.policies.baselines import PLAN_COLUMN, plan_allows
+
             c_I, c_O = self.params.get("c_I", 1.0), self.params.get("c_O", 0.5)
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
-            self.threshold_, self.threshold_sweep_ = best_threshold(
-                blocks, self.thresholds, c_I, c_O, strict=True)
+            allows = ([plan_allows(b.data.points) for b in blocks]
+                      if PLAN_COLUMN in train.points.columns else None)
+            self.threshold_, self.gate_, self.threshold_sweep_ = best_gated_threshold(
+                blocks, self.thresholds, allows, c_I, c_O, strict=True)
         self._train(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):
-        return self.decision_score(points) > self.threshold_
+        hit = self.decision_score(points) > self.threshold_
+        if self.gate_:
+            from mirage.policies.baselines import plan_allows
+
+            hit &= plan_allows(points)
+        return hit
 
     def _outputs(self, points) -> torch.Tensor:
         if self.net_ is None:
@@ -122,7 +132,7 @@ class TorchPolicy(Policy):
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save({"policy": self.name, "params": self.params,
                     "feature_columns": list(self.feature_columns_),
-                    "threshold": float(self.threshold_),
+                    "threshold": float(self.threshold_), "gate": bool(self.gate_),
                     "mean": torch.from_numpy(self.scaler_.mean),
                     "std": torch.from_numpy(self.scaler_.std),
                     "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}},
@@ -142,4 +152,5 @@ class TorchPolicy(Policy):
         obj.net_.load_state_dict(blob["state_dict"])
         obj.net_.eval()
         obj.threshold_ = float(blob.get("threshold", 0.0))
+        obj.gate_ = bool(blob.get("gate", False))  # files saved before the veto existed
         return obj

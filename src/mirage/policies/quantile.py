@@ -14,8 +14,10 @@ too large):
 - ``window_h``: fit only on running points with at most ``window_h`` hours left, where the
   decision is made (None: every running point, the first version); with ``tune=True`` the
   window is chosen from ``windows`` by the same cross-fit as the lead below;
-- the lead is ``clip(q + margin_h, floor_h, cap_h)``; with ``tune=True`` (default) fit()
-  picks margin, floor (0 or the fixed lead tuned on the training data) and cap from grids by
+- the lead is ``max(floor_h, min(q + margin_h, cap_h))``; with ``tune=True`` (default) fit()
+  picks margin, floor (0, the fixed lead or the plan_lead baseline's lead tuned on the
+  training data), cap (0 turns the model off) and whether the scheduler's plan may veto
+  the model's part (``gate_``; the plan_lead floor always carries its veto) from grids by
   cross-fitting over ``n_blocks`` time-ordered blocks of the training samples (model fitted
   on the other blocks, scored on the block), minimising the mean over blocks of
   cost / reactive cost of that block. The ratio weighs a light month as much as a heavy one,
@@ -34,7 +36,8 @@ from mirage.policies.tuning import cross_fit, sweep
 
 DEFAULT_MARGINS = np.round(np.arange(-2.0, 1.0 + 1e-9, 0.25), 4)
 # caps above window_h extrapolate the model; the cross-fit decides whether that pays
-DEFAULT_CAPS = (0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 48.0)
+# cap 0 switches the model's lead off (only the floor submits early)
+DEFAULT_CAPS = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 48.0)
 # training windows (hours left); None = every running point
 DEFAULT_WINDOWS = (1.0, 2.0, 4.0, 8.0, None)
 
@@ -60,6 +63,7 @@ class QuantileLead(Policy):
         self.margin_h_ = float(margin_h)
         self.floor_h_ = float(floor_h)
         self.cap_h_ = np.inf if cap_h is None else float(cap_h)
+        self.gate_ = self.floor_gate_ = False  # the plan veto, see _lead_mask
         self.feature_columns_: list[str] | None = None
         self.model_ = None
         self.tune_sweep_: pd.DataFrame | None = None
@@ -70,6 +74,8 @@ class QuantileLead(Policy):
         state.setdefault("floor_h_", 0.0)
         state.setdefault("cap_h_", np.inf)
         state.setdefault("tune_sweep_", None)
+        state.setdefault("gate_", False)
+        state.setdefault("floor_gate_", False)
         state.setdefault("window_h_", _window(state.get("params", {}).get("window_h", 2.0)))
         self.__dict__.update(state)
 
@@ -95,21 +101,47 @@ class QuantileLead(Policy):
         return model
 
     @staticmethod
-    def _lead_mask(points, q, margin, floor, cap) -> np.ndarray:
+    def _lead_mask(points, q, margin, floor, cap, gate=False, floor_gate=False,
+                   allow=None) -> np.ndarray:
+        """Submit once the time left is at most min(q + margin, cap) (the model's lead) or at
+        most ``floor``; ``gate`` / ``floor_gate`` let the plan veto (``allow``, see
+        baselines.plan_allows) the model's part / the floor's part."""
         running = points["pred_running"].to_numpy(dtype=bool)
         remaining = points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+        if (gate or floor_gate) and allow is None:
+            from mirage.policies.baselines import plan_allows
+
+            allow = plan_allows(points)
         with np.errstate(invalid="ignore"):
-            return running & (remaining <= np.clip(q + margin, floor, cap))
+            model = running & (remaining <= np.minimum(q + margin, cap))
+            floor_part = running & (remaining <= floor)
+        if gate:
+            model &= allow
+        if floor_gate:
+            floor_part &= allow
+        return model | floor_part
 
     def _tune(self, train: SampleSet, seed: int) -> None:
-        from mirage.policies.baselines import DEFAULT_LEADS, lead_sweep
+        from mirage.policies.baselines import (
+            DEFAULT_LEADS, PLAN_COLUMN, lead_sweep, plan_allows,
+        )
 
         c_I, c_O = self.params["c_I"], self.params["c_O"]
         leads = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
-        fixed = float(leads.loc[leads["cost"].idxmin(), "lead_h"])
-        candidates = [{"floor_h": floor, "margin_h": float(margin), "cap_h": float(cap)}
-                      for floor in dict.fromkeys((0.0, fixed))
-                      for margin in self.margins for cap in self.caps]
+        floors = [(0.0, False), (float(leads.loc[leads["cost"].idxmin(), "lead_h"]), False)]
+        gates = [False]
+        if PLAN_COLUMN in train.points.columns:
+            # the plan veto on the model's lead, and the plan_lead baseline as a floor: with
+            # cap 0 the candidates include both lead baselines, so the cross-fit can conclude
+            # that the model adds nothing
+            planned = lead_sweep(train, DEFAULT_LEADS, c_I, c_O, allow=plan_allows(train.points))
+            floors.append((float(planned.loc[planned["cost"].idxmin(), "lead_h"]), True))
+            gates.append(True)
+        candidates = [{"gate": gate, "floor_h": floor, "floor_gate": floor_gate,
+                       "margin_h": float(margin), "cap_h": float(cap)}
+                      for gate in gates for floor, floor_gate in dict.fromkeys(floors)
+                      for cap in self.caps
+                      for margin in (self.margins if cap > 0 else (0.0,))]
         found, tables = [], []
         for window in map(_window, self.windows):
             blocks = cross_fit(
@@ -117,10 +149,13 @@ class QuantileLead(Policy):
                 lambda fit_part, held: self._fit_model(fit_part, seed, window).predict(
                     compact_matrix(held.points, self.feature_columns_)),
                 c_I, c_O)
+            allow = {id(b): (plan_allows(b.data.points) if len(gates) > 1 else None)
+                     for b in blocks}
             best, table = sweep(
                 blocks, candidates,
                 lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"],
-                                             c["floor_h"], c["cap_h"]),
+                                             c["floor_h"], c["cap_h"], c["gate"],
+                                             c["floor_gate"], allow[id(b)]),
                 c_I, c_O)
             table.insert(0, "window_h", window)
             found.append((float(table["cost_ratio"].min()), window, best))
@@ -129,6 +164,7 @@ class QuantileLead(Policy):
         _, self.window_h_, best = min(found, key=lambda f: f[0])  # first window on ties
         self.floor_h_, self.margin_h_, self.cap_h_ = (
             float(best["floor_h"]), float(best["margin_h"]), float(best["cap_h"]))
+        self.gate_, self.floor_gate_ = bool(best["gate"]), bool(best["floor_gate"])
 
     # ---- interface -------------------------------------------------------------------------
     def fit(self, train: SampleSet, seed: int = 0):
@@ -145,7 +181,7 @@ class QuantileLead(Policy):
         if self.model_ is None:
             raise RuntimeError("quantile policy is not fitted; call fit() first")
         return self._lead_mask(points, self.predict_wait(points), self.margin_h_,
-                               self.floor_h_, self.cap_h_)
+                               self.floor_h_, self.cap_h_, self.gate_, self.floor_gate_)
 
 
 def _window(window_h: float | None) -> float:

@@ -7,7 +7,7 @@ from pathlib import Path
 import joblib
 
 from mirage.policies.base import Policy
-from mirage.policies.baselines import Average, FixedLead, Reactive
+from mirage.policies.baselines import Average, FixedLead, PlanLead, Reactive
 from mirage.policies.dqn import DQN
 from mirage.policies.oracle import Oracle
 from mirage.policies.pg import PolicyGradient
@@ -19,6 +19,7 @@ _FACTORIES = {
     "reactive": Reactive,
     "average": Average,
     "fixed_lead": FixedLead,
+    "plan_lead": PlanLead,
     "quantile": QuantileLead,
     "service_level": ServiceLevel,
     "rf": lambda **p: RegressorPolicy(kind="rf", **p),

@@ -5,7 +5,8 @@ w(t) = L * (1 + 0.3 sin(2 pi t / 24 h + phase)). Submitting the successor at t g
 wait W(t) = max(0, w(t) + noise), and x = W(t) - (pred_end - t). ``f_load_h`` observes w(t)
 with 10 % noise, so a model that reads it can beat any fixed lead; ``f_avg100_wait_h`` is a
 cruder per-sample average (what the reference's average baseline sees); ``f_free_nodes`` is
-noise. Column 0 of every history step carries w as well, so history models can learn too.
+noise; ``f_plan_wait_h`` is the scheduler's plan, which like Slurm's overestimates the wait
+(running jobs are assumed to run to their limits): 1.2 W(t) plus noise. Column 0 of every history step carries w as well, so history models can learn too.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ def make_synthetic(n_train: int = 60, n_val: int = 30, seed: int = 0, history: b
                    clusters=("synth-a", "synth-b"), max_pred_wait_h: float = 12.0,
                    noise_h: float = 0.3) -> SampleSet:
     rng = np.random.default_rng(seed)
+    # a stream of its own, so the plan column leaves every other column as it was
+    plan_rng = np.random.default_rng([seed, 1])
     base = np.datetime64("2023-01-01T00:00:00", "s")
     samples, points, hists = [], [], []
     for i in range(n_train + n_val):
@@ -57,6 +60,7 @@ def make_synthetic(n_train: int = 60, n_val: int = 30, seed: int = 0, history: b
             "f_load_h": w * (1 + rng.normal(0, 0.1, n)),
             "f_avg100_wait_h": np.full(n, L * rng.uniform(0.7, 1.3)),
             "f_free_nodes": rng.integers(0, 80, n).astype(float),
+            "f_plan_wait_h": np.maximum(0.0, 1.2 * W + plan_rng.normal(0, 0.2, n)),
             "f_pred_remaining_h": np.where(running, remaining, 48.0),
         }))
         if history:

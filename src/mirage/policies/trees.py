@@ -4,7 +4,9 @@ The model predicts x (hours) of submitting now; the policy submits once the pred
 least ``threshold`` (the reference uses -0.5 h: accept up to half an hour of expected overlap).
 ``tune_threshold=True`` instead picks the threshold by time-ordered cross-fitting
 (``mirage.policies.tuning``: fitted on all but one time block of the training samples, scored
-on that block, lowest mean cost ratio over the blocks), then refits on all of them. In-sample
+on that block, lowest mean cost ratio over the blocks), then refits on all of them; the same
+cross-fit decides whether the scheduler's plan may veto a submission (``gate_``, as in the
+``plan_lead`` baseline), when the samples record it. In-sample
 predictions would make the forest look perfect and pick a useless threshold; a random holdout
 has the training months' load and picked thresholds that overlapped hours in a lighter month.
 
@@ -23,7 +25,7 @@ from mirage.policies.base import Policy
 from mirage.policies.data import (
     SampleSet, compact_matrix, history_windows,
 )
-from mirage.policies.tuning import best_threshold, cross_fit
+from mirage.policies.tuning import best_gated_threshold, cross_fit
 
 FEATURE_MODES = ("compact", "history", "both")
 DEFAULT_THRESHOLDS = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
@@ -68,6 +70,11 @@ class RegressorPolicy(Policy):
         self.feature_columns_: list[str] | None = None
         self.model_ = None
         self.threshold_sweep_: pd.DataFrame | None = None
+        self.gate_ = False
+
+    def __setstate__(self, state):
+        state.setdefault("gate_", False)  # pickled before the plan veto existed
+        self.__dict__.update(state)
 
     # ---- features --------------------------------------------------------------------------
     def _matrix(self, points: pd.DataFrame, windows: np.ndarray | None) -> np.ndarray:
@@ -132,14 +139,23 @@ class RegressorPolicy(Policy):
                 self.model_ = self._fit_model(fit_part, seed)
                 return self._predict_all(held)
 
+            from mirage.policies.baselines import PLAN_COLUMN, plan_allows
+
             c_I, c_O = self.params["c_I"], self.params["c_O"]
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
-            self.threshold, self.threshold_sweep_ = best_threshold(
-                blocks, self.thresholds, c_I, c_O)
+            allows = ([plan_allows(b.data.points) for b in blocks]
+                      if PLAN_COLUMN in train.points.columns else None)
+            self.threshold, self.gate_, self.threshold_sweep_ = best_gated_threshold(
+                blocks, self.thresholds, allows, c_I, c_O)
         self.model_ = self._fit_model(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):
         if self.model_ is None:
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
-        return self.predict(points, windows) >= self.threshold
+        hit = self.predict(points, windows) >= self.threshold
+        if self.gate_:
+            from mirage.policies.baselines import plan_allows
+
+            hit &= plan_allows(points)
+        return hit

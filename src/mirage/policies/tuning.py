@@ -102,3 +102,23 @@ def best_threshold(blocks: list[HeldOutBlock], thresholds, c_I: float = 1.0, c_O
             else (lambda b, c: b.score >= c["threshold"]))
     best, table = sweep(blocks, candidates, rule, c_I, c_O)
     return float(best["threshold"]), table
+
+
+def best_gated_threshold(blocks: list[HeldOutBlock], thresholds, allows=None,
+                         c_I: float = 1.0, c_O: float = 0.5,
+                         strict: bool = False) -> tuple[float, bool, pd.DataFrame]:
+    """best_threshold with the scheduler's veto as a second choice: ``allows`` (one boolean
+    array per block, e.g. baselines.plan_allows of its points; None: no veto available) lets
+    a candidate submit only where allowed. Returns (threshold, gate, sweep); unvetoed
+    candidates come first, so a tie keeps the plain rule."""
+    gates = (False,) if allows is None else (False, True)
+    by_block = {id(b): a for b, a in zip(blocks, allows)} if allows is not None else {}
+    candidates = [{"gate": g, "threshold": float(t)}
+                  for g in gates for t in np.sort(np.asarray(thresholds))[::-1]]
+
+    def rule(b, c):
+        hit = b.score > c["threshold"] if strict else b.score >= c["threshold"]
+        return hit & by_block[id(b)] if c["gate"] else hit
+
+    best, table = sweep(blocks, candidates, rule, c_I, c_O)
+    return float(best["threshold"]), bool(best["gate"]), table
