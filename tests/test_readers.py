@@ -166,3 +166,23 @@ def test_parquet_roundtrip(tmp_path):
     again, _, report = clean_trace(tmp_path / "t.parquet", cluster="t")
     pd.testing.assert_frame_equal(kept, again)
     assert report["format"] == "parquet"
+
+
+def test_sacct_eligible_is_read_and_kept_within_submit_and_start(tmp_path):
+    dump = tmp_path / "eligible.txt"
+    dump.write_text(
+        "JobID|Submit|Eligible|Start|End|TimelimitRaw|NNodes\n"
+        # held for 2 h: eligible later than submit
+        "1|2023-02-01T10:00:00|2023-02-01T12:00:00|2023-02-01T12:30:00|2023-02-01T13:00:00|60|1\n"
+        # Slurm writes Unknown where it has no time: null, the row is kept
+        "2|2023-02-01T10:00:00|Unknown|2023-02-01T10:00:00|2023-02-01T10:30:00|60|1\n"
+        # recorded after its own start: clipped to the start, and counted
+        "3|2023-02-01T10:00:00|2023-02-01T11:00:00|2023-02-01T10:10:00|2023-02-01T10:20:00|60|1\n"
+    )
+    kept, q, report = clean_trace(dump, cluster="e")
+    _invariant(report)
+    assert report["rows_kept"] == 3 and report["adjusted"]["eligible_clipped"] == 1
+    e = kept.set_index("job_id")["eligible"]
+    assert e["1"] == pd.Timestamp("2023-02-01T12:00:00")
+    assert pd.isna(e["2"])
+    assert e["3"] == pd.Timestamp("2023-02-01T10:10:00")

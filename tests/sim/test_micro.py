@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
 from mirage.sim import replay, to_seconds
@@ -155,3 +157,25 @@ def test_inserted_job_before_now_is_refused():
     sim = warm_start(tab, make_profile(4), to_seconds(T0) + 600)
     with pytest.raises(SimInputError):
         sim.insert_job(to_seconds(T0), 1, 600)
+
+
+def test_recorded_eligible_time_holds_a_job_and_its_age_counts_from_it():
+    # 1 node. A runs 0..60. B (submitted at 1) was held until 30; C was submitted at 10 with
+    # no hold. With age priority only, B is older by submit but younger by eligible time,
+    # so C takes the node at 60 and B follows at 90.
+    jobs = [{"submit": 0, "run": 60}, {"submit": 1, "run": 30, "start": 90},
+            {"submit": 10, "run": 30, "start": 60}]
+    tab = make_table(jobs)
+    assert tab.eligible is None  # no column: every job is eligible at its submit
+    assert starts(jobs, make_profile(1, mode="none")) == [0, 60, 90]
+    held = make_table(jobs)
+    eligible = held.submit.copy()
+    eligible[1] = to_seconds(T0 + pd.Timedelta(minutes=30))
+    import dataclasses
+    held = dataclasses.replace(held, eligible=eligible)
+    st = replay(held, make_profile(1, mode="none"), int(held.submit.min()) - 1)
+    assert [minutes(int(s)) for s in st] == [0, 90, 60]
+    # and a held job never starts before its eligible time, even on an idle cluster
+    alone = dataclasses.replace(make_table([{"submit": 0, "run": 10, "start": 45}]),
+                                eligible=np.array([to_seconds(T0 + pd.Timedelta(minutes=45))]))
+    assert minutes(int(replay(alone, make_profile(1), int(alone.submit.min()) - 1)[0])) == 45

@@ -69,7 +69,9 @@ def loo_predictions(table: JobTable, profile: ClusterProfile, jobs: np.ndarray,
         t0 = int(table.submit[i])
         state = initial_state(static, t0, warm=profile.warm_start, pinned=pinned, exclude=(i,))
         sim = Simulator(static, state, pinned=pinned)
-        jid = sim.insert_job(t0, int(table.nodes[i]), int(table.limit[i]), run_s=int(table.run[i]),
+        # a job recorded as eligible only later (held, --begin) enters the queue then
+        entry = t0 if table.eligible is None else int(table.eligible[i])
+        jid = sim.insert_job(entry, int(table.nodes[i]), int(table.limit[i]), run_s=int(table.run[i]),
                              user=int(table.user[i]), priority=float(table.tprio[i]))
         if sim.run_until(t0 + max_wait_s, stop_jid=jid):
             out[k] = sim.starts[jid]

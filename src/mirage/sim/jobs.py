@@ -47,6 +47,8 @@ class JobTable:
     tprio: np.ndarray  # float64, recorded priority (0 where missing)
     dep: np.ndarray  # int64 index of the job this one waits for, NO_DEP if none
     users: tuple = field(default=())
+    # int64 s: when the job became eligible (recorded Eligible, else its submit); None = submit
+    eligible: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.submit)
@@ -125,4 +127,16 @@ class JobTable:
             tprio=tprio,
             dep=dep,
             users=tuple(str(u) for u in uniques),
+            eligible=_eligible(d, submit, start),
         )
+
+
+def _eligible(d: pd.DataFrame, submit: np.ndarray, start: np.ndarray) -> np.ndarray | None:
+    """Recorded eligible times within [submit, start]; None when the source has none."""
+    if "eligible" not in d or not d["eligible"].notna().any():
+        return None
+    e = d["eligible"].to_numpy(dtype="datetime64[s]")
+    known = ~np.isnat(e)
+    out = submit.copy()
+    out[known] = e[known].astype(np.int64)
+    return np.clip(out, submit, start)

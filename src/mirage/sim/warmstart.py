@@ -35,11 +35,14 @@ def get_static(table: JobTable, profile: ClusterProfile, user_max_jobs=None) -> 
     if profile.infer_dependencies:
         # recorded dependencies are kept; inference only fills jobs without one
         t = table.with_deps(infer_dependencies(table))
-    qtime = None
+    # queue entry: the recorded eligible time where the trace has one (sacct Eligible), else
+    # the submit; inferred holds can only push it later
+    qtime = t.eligible
     if profile.infer_holds:
         from .inference import infer_holds
 
-        qtime = infer_holds(t, profile)
+        held = infer_holds(t, profile)
+        qtime = held if qtime is None else np.maximum(qtime, held)
     st = _Static(t, profile, user_max_jobs, qtime)
     if len(_CACHE) > 32:
         _CACHE.clear()

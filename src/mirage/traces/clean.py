@@ -90,6 +90,15 @@ def clean(raw: RawTrace, *, fill_limit_min: int | None = None) -> tuple[pd.DataF
     over = (kept["end"] - kept["start"]) > limit
     kept.loc[over, "end"] = (kept.loc[over, "start"] + limit[over]).astype("datetime64[s]")
     adjusted["runtime_clipped"] = int(over.sum())
+    # Slurm records Eligible at one-second resolution and sometimes a hair outside
+    # [submit, start] (a requeue, a clock step); outside that range it cannot be the truth.
+    adjusted["eligible_clipped"] = 0
+    if "eligible" in kept and kept["eligible"].notna().any():
+        e = kept["eligible"]
+        inside = e.clip(lower=kept["submit"], upper=kept["start"])
+        moved = e.notna() & (inside != e)
+        kept["eligible"] = inside.astype("datetime64[s]")
+        adjusted["eligible_clipped"] = int(moved.sum())
 
     kept = conform(kept.sort_values(["submit", "line"], kind="stable"))
     counts = quarantine["reason"].value_counts()

@@ -37,6 +37,7 @@ ALIASES: dict[str, tuple[str, ...]] = {
     "exit_code": ("exitcode",),
     "priority": ("priority",),
     "state": ("state",),
+    "eligible": ("eligible",),
 }
 REQUIRED = ("job_id", "submit", "start", "end", "time_limit_min", "nodes")
 
@@ -199,6 +200,9 @@ def parse(tok: Tokenised, path, cluster: str) -> tuple[pd.DataFrame, pd.DataFram
     flag(bad, "unparseable_limit")
     df["nodes"], bad = parse_ints(cols["nodes"], allow_null=False)
     flag(bad, "unparseable_nodes")
+    if "eligible" in cols:
+        # informative like Priority: "Unknown" (or an odd value) is null, not a lost row
+        df["eligible"], _ = parse_times(cols["eligible"])
     if "priority" in cols:
         # Priority is informative only: an odd value becomes null rather than costing the row.
         df["priority"], _ = parse_ints(cols["priority"])

@@ -20,12 +20,16 @@ exit_code          string               yes       ``code:signal`` as Slurm write
 priority           Int64                yes       priority recorded by the scheduler
 state              string               yes       final state where the source records it
 depends_on         string               yes       job id this job waited for (SWF "preceding job")
+eligible           datetime64[s]        yes       when the job became eligible to start (sacct
+                                                  ``Eligible``: later than submit for held jobs, a
+                                                  ``--begin`` time or a dependency); null: unknown
 line               Int64                no        1-based line of the row in the source file
 =================  ===================  ========  =====================================================
 
 A *clean* table (``mirage trace clean``) additionally guarantees: ``start`` and ``end``
 non-null, ``submit <= start <= end``, ``end - start <= time_limit_min`` (clipped),
-``nodes >= 1``, ``time_limit_min >= 1``, ``job_id`` unique; rows sorted by ``submit, job_id``.
+``nodes >= 1``, ``time_limit_min >= 1``, ``submit <= eligible <= start`` where eligible is
+known (clipped), ``job_id`` unique; rows sorted by ``submit, job_id``.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ COLUMNS: dict[str, str] = {
     "priority": "Int64",
     "state": "string",
     "depends_on": "string",
+    "eligible": TIME_UNIT,
     "line": "Int64",
 }
 
