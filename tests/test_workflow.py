@@ -83,9 +83,9 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv"),
                                   pd.read_csv(tmp_path / "b" / "results" / "ls6" / "evaluation.csv"))
     evaluation = pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv")
-    assert set(evaluation["policy"]) == {"reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf", "rf_tuned",
-                                         "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned",
-                                         "oracle"}
+    assert set(evaluation["policy"]) == {
+        "reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf",
+        "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "oracle"}
     assert {"cluster", "mode", "chain_nodes", "load_level", "policy", "n", "mean_interruption_h",
             "median_interruption_h", "mean_overlap_h", "overlap_node_hours", "zero_interruption_share",
             "interruption_reduction_pct", "cost", "oracle_gap"} <= set(evaluation.columns)
