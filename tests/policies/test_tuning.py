@@ -62,31 +62,31 @@ def test_best_threshold_breaks_ties_towards_the_later_submit(train):
     blocks = cross_fit(train, 2, lambda fit_part, held: held.points["k"].to_numpy(float))
     # every threshold above the last k is reactive: they tie, and the highest is kept
     big = [10_000.0, 20_000.0, 30_000.0]
-    t, table = best_threshold(blocks, big)
-    assert t == 30_000.0 and list(table["threshold"]) == sorted(big, reverse=True)
+    t, gate, table = best_threshold(blocks, big, allows=None)
+    assert not gate and t == 30_000.0 and list(table["threshold"]) == sorted(big, reverse=True)
     # strict compares with >, otherwise >=: at t = 0 that is submitting at k = 1 or at k = 0
     for strict, rule in ((True, lambda b: b.score > 0), (False, lambda b: b.score >= 0)):
-        _, table = best_threshold(blocks, [0.0], strict=strict)
+        _, _, table = best_threshold(blocks, [0.0], strict=strict, allows=None)
         assert table["cost_ratio"].iloc[0] == pytest.approx(cost_ratio(blocks, rule))
 
 
 def test_gated_threshold_takes_the_veto_only_where_it_pays(train):
-    from mirage.policies.tuning import best_gated_threshold
-
     # score = k: threshold t submits from point t on; the veto below forbids every point
     # whose outcome overlaps, so with it every threshold ends at the first point with x >= 0
     blocks = cross_fit(train, 2, lambda fit_part, held: held.points["k"].to_numpy(float))
     thresholds = [0.0, 5.0, 50.0]
-    t, gate, table = best_gated_threshold(blocks, thresholds, None)
-    assert not gate and set(table["gate"]) == {False}
-    assert t == best_threshold(blocks, thresholds)[0]
+    t, gate, table = best_threshold(blocks, thresholds, allows=None)
+    assert not gate and set(table["gate"]) == {False} and len(table) == len(thresholds)
+    # the default veto is the recorded plan's (the synthetic samples carry it)
+    _, _, table = best_threshold(blocks, thresholds)
+    assert set(table["gate"]) == {False, True}
     # a veto that allows everything changes nothing: the tie keeps the plain rule
     everywhere = [np.ones(len(b.data.points), bool) for b in blocks]
-    t2, gate, table = best_gated_threshold(blocks, thresholds, everywhere)
+    t2, gate, table = best_threshold(blocks, thresholds, allows=everywhere)
     assert (t2, gate) == (t, False) and len(table) == 2 * len(thresholds)
     # a veto that forbids exactly the overlapping points beats every plain threshold
     no_overlap = [b.data.points["x_h"].to_numpy() >= 0 for b in blocks]
-    _, gate, table = best_gated_threshold(blocks, thresholds, no_overlap)
+    _, gate, table = best_threshold(blocks, thresholds, allows=no_overlap)
     assert gate
     best_gated = table.loc[table["gate"], "cost_ratio"].min()
     assert best_gated < table.loc[~table["gate"], "cost_ratio"].min()

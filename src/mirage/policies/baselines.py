@@ -64,6 +64,11 @@ def plan_allows(points: pd.DataFrame) -> np.ndarray:
         return _running(points) & (plan >= _remaining(points))
 
 
+def vetoed(hit: np.ndarray, points: pd.DataFrame, gate: bool) -> np.ndarray:
+    """``hit`` where the plan allows it (``gate``), else ``hit`` unchanged."""
+    return hit & plan_allows(points) if gate else hit
+
+
 def lead_sweep(data: SampleSet, leads_h, c_I: float = 1.0, c_O: float = 0.5,
                allow: np.ndarray | None = None) -> pd.DataFrame:
     """Cost, interruption and overlap of every fixed lead in ``leads_h`` on ``data``; with
@@ -109,8 +114,12 @@ class FixedLead(Policy):
         self.lead_h = float(lead_h)
         self.sweep_: pd.DataFrame | None = None
 
+    def _allow(self, points: pd.DataFrame) -> np.ndarray | None:
+        return None  # no veto
+
     def fit(self, train: SampleSet, seed: int = 0):
-        self.sweep_ = lead_sweep(train, self.leads, self.params["c_I"], self.params["c_O"])
+        self.sweep_ = lead_sweep(train, self.leads, self.params["c_I"], self.params["c_O"],
+                                 allow=self._allow(train.points))
         if self.params["tune"]:
             # ties go to the shortest lead: less overlap risk for the same cost
             self.lead_h = float(self.sweep_.loc[self.sweep_["cost"].idxmin(), "lead_h"])
@@ -134,12 +143,8 @@ class PlanLead(FixedLead):
 
     name = "plan_lead"
 
-    def fit(self, train: SampleSet, seed: int = 0):
-        self.sweep_ = lead_sweep(train, self.leads, self.params["c_I"], self.params["c_O"],
-                                 allow=plan_allows(train.points))
-        if self.params["tune"]:
-            self.lead_h = float(self.sweep_.loc[self.sweep_["cost"].idxmin(), "lead_h"])
-        return self
+    def _allow(self, points: pd.DataFrame) -> np.ndarray:
+        return plan_allows(points)
 
     def submit_mask(self, points, windows=None):
         return super().submit_mask(points) & plan_allows(points)

@@ -24,7 +24,8 @@ from torch import nn
 from mirage.policies.base import Policy
 from mirage.policies.data import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
-from mirage.policies.tuning import best_gated_threshold, cross_fit
+from mirage.policies.baselines import vetoed
+from mirage.policies.tuning import best_threshold, cross_fit
 
 
 def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequential:
@@ -100,24 +101,15 @@ class TorchPolicy(Policy):
                 self._train(fit_part, seed)
                 return self.decision_score(held.points)
 
-            from mirage.policies.baselines import PLAN_COLUMN, plan_allows
-
             c_I, c_O = self.params.get("c_I", 1.0), self.params.get("c_O", 0.5)
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
-            allows = ([plan_allows(b.data.points) for b in blocks]
-                      if PLAN_COLUMN in train.points.columns else None)
-            self.threshold_, self.gate_, self.threshold_sweep_ = best_gated_threshold(
-                blocks, self.thresholds, allows, c_I, c_O, strict=True)
+            self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
+                blocks, self.thresholds, c_I, c_O, strict=True)
         self._train(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):
-        hit = self.decision_score(points) > self.threshold_
-        if self.gate_:
-            from mirage.policies.baselines import plan_allows
-
-            hit &= plan_allows(points)
-        return hit
+        return vetoed(self.decision_score(points) > self.threshold_, points, self.gate_)
 
     def _outputs(self, points) -> torch.Tensor:
         if self.net_ is None:

@@ -55,6 +55,8 @@ class ServiceLevel(QuantileLead):
         self.target_met_: bool | None = None
 
     def _tune(self, train: SampleSet, seed: int) -> None:
+        from mirage.evaluate.metrics import reference_outcomes
+
         c_I, c_O = self.params["c_I"], self.params["c_O"]
         frames = []
         for tau in sorted(self.taus):
@@ -66,20 +68,14 @@ class ServiceLevel(QuantileLead):
                 c_I, c_O)
             x = np.concatenate([mask_outcomes(b.data, self._lead_mask(
                 b.data.points, b.score, 0.0, 0.0, np.inf)) for b in blocks])
-            reactive = np.concatenate([_reactive_x(b.data) for b in blocks])
+            reactive = np.concatenate([reference_outcomes(b.data, c_I, c_O)["reactive_x_h"]
+                                       for b in blocks])
             frames.append(level_service(x, reactive).assign(tau=tau))
         table = pd.concat(frames, ignore_index=True)
         self.tau, self.target_met_ = choose_tau(
             table, self.params["target_share"], self.params["max_overlap_h"],
             self.params["min_level_samples"])
         self.service_sweep_ = table
-
-
-def _reactive_x(data: SampleSet) -> np.ndarray:
-    """x of each sample's last point (the reactive submission), in sample order."""
-    starts = data.point_starts()
-    ends = np.append(starts[1:], len(data.points)) - 1
-    return data.points["x_h"].to_numpy(dtype=float)[ends]
 
 
 def level_service(x_h, reactive_x_h) -> pd.DataFrame:

@@ -25,7 +25,8 @@ from mirage.policies.base import Policy
 from mirage.policies.data import (
     SampleSet, compact_matrix, history_windows,
 )
-from mirage.policies.tuning import best_gated_threshold, cross_fit
+from mirage.policies.baselines import vetoed
+from mirage.policies.tuning import best_threshold, cross_fit
 
 FEATURE_MODES = ("compact", "history", "both")
 DEFAULT_THRESHOLDS = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
@@ -139,23 +140,14 @@ class RegressorPolicy(Policy):
                 self.model_ = self._fit_model(fit_part, seed)
                 return self._predict_all(held)
 
-            from mirage.policies.baselines import PLAN_COLUMN, plan_allows
-
             c_I, c_O = self.params["c_I"], self.params["c_O"]
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
-            allows = ([plan_allows(b.data.points) for b in blocks]
-                      if PLAN_COLUMN in train.points.columns else None)
-            self.threshold, self.gate_, self.threshold_sweep_ = best_gated_threshold(
-                blocks, self.thresholds, allows, c_I, c_O)
+            self.threshold, self.gate_, self.threshold_sweep_ = best_threshold(
+                blocks, self.thresholds, c_I, c_O)
         self.model_ = self._fit_model(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):
         if self.model_ is None:
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
-        hit = self.predict(points, windows) >= self.threshold
-        if self.gate_:
-            from mirage.policies.baselines import plan_allows
-
-            hit &= plan_allows(points)
-        return hit
+        return vetoed(self.predict(points, windows) >= self.threshold, points, self.gate_)

@@ -92,27 +92,27 @@ def sweep(blocks: list[HeldOutBlock], candidates: Iterable[dict],
     return best, table
 
 
+PLAN = "plan"  # best_threshold's default veto: baselines.plan_allows where the plan is recorded
+
+
 def best_threshold(blocks: list[HeldOutBlock], thresholds, c_I: float = 1.0, c_O: float = 0.5,
-                   strict: bool = False) -> tuple[float, pd.DataFrame]:
+                   strict: bool = False, allows=PLAN) -> tuple[float, bool, pd.DataFrame]:
     """The threshold on the blocks' scores (submit once score >= t, or > t if ``strict``)
-    with the lowest cost ratio, and the sweep. Candidates run from the highest down, so a tie
-    goes to the later, less overlapping submit."""
-    candidates = [{"threshold": float(t)} for t in np.sort(np.asarray(thresholds))[::-1]]
-    rule = ((lambda b, c: b.score > c["threshold"]) if strict
-            else (lambda b, c: b.score >= c["threshold"]))
-    best, table = sweep(blocks, candidates, rule, c_I, c_O)
-    return float(best["threshold"]), table
+    with the lowest cost ratio, and whether the scheduler's veto goes with it.
 
+    ``allows``: one boolean array per block that a vetoed candidate may submit at; the default
+    takes baselines.plan_allows of each block's points when the samples record the plan;
+    None offers no veto. Candidates run unvetoed first and from the highest threshold down,
+    so a tie keeps the plain rule and the later, less overlapping submit. Returns
+    (threshold, gate, sweep).
+    """
+    if isinstance(allows, str) and allows == PLAN:
+        from mirage.policies.baselines import PLAN_COLUMN, plan_allows
 
-def best_gated_threshold(blocks: list[HeldOutBlock], thresholds, allows=None,
-                         c_I: float = 1.0, c_O: float = 0.5,
-                         strict: bool = False) -> tuple[float, bool, pd.DataFrame]:
-    """best_threshold with the scheduler's veto as a second choice: ``allows`` (one boolean
-    array per block, e.g. baselines.plan_allows of its points; None: no veto available) lets
-    a candidate submit only where allowed. Returns (threshold, gate, sweep); unvetoed
-    candidates come first, so a tie keeps the plain rule."""
+        recorded = all(PLAN_COLUMN in b.data.points.columns for b in blocks)
+        allows = [plan_allows(b.data.points) for b in blocks] if recorded else None
     gates = (False,) if allows is None else (False, True)
-    by_block = {id(b): a for b, a in zip(blocks, allows)} if allows is not None else {}
+    by_block = {} if allows is None else {id(b): a for b, a in zip(blocks, allows)}
     candidates = [{"gate": g, "threshold": float(t)}
                   for g in gates for t in np.sort(np.asarray(thresholds))[::-1]]
 
