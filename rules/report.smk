@@ -4,6 +4,7 @@
 rule report:
     input:
         evaluations=expand("results/{cluster}/evaluation.csv", cluster=CLUSTERS),
+        outcomes=expand("results/{cluster}/outcomes.parquet", cluster=CLUSTERS),
         fidelity=expand("results/{cluster}/sim/fidelity.json", cluster=CLUSTERS),
         profiles=expand("results/{cluster}/figures/trace_profile.png", cluster=CLUSTERS),
         notebook=REPORT_NOTEBOOK,
@@ -20,8 +21,9 @@ rule report:
         clusters=" ".join(CLUSTERS),
         clusters_csv=",".join(CLUSTERS),
         labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
+        seed=config["seed"],
     shell:
         "(python -m mirage report --results results --clusters {params.clusters}"
-        " --labels '{params.labels}' --out {output.markdown}"
+        " --labels '{params.labels}' --seed {params.seed} --out {output.markdown}"
         " && python -m papermill {input.notebook} {output.notebook} --cwd ."
         " -p results results -p clusters {params.clusters_csv}) > {log} 2>&1"

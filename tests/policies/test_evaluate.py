@@ -3,7 +3,9 @@ import pandas as pd
 import pytest
 
 from mirage.evaluate import evaluate, outcomes, to_markdown
-from mirage.evaluate.figures import plot_lead_sweep, plot_x_distributions
+from mirage.evaluate.figures import (
+    level_tradeoff, plot_lead_sweep, plot_level_tradeoff, plot_x_distributions,
+)
 from mirage.policies import Policy, make_policy
 from mirage.policies.baselines import lead_sweep
 from mirage.policies.data import SampleSet
@@ -115,3 +117,53 @@ def test_lead_sweep_by_hand(tiny):
     # points are 10 min apart; lead 1/6 h submits at the second-to-last point
     sw = lead_sweep(tiny, [0.0, 1 / 6])
     assert sw.cost.tolist() == pytest.approx([(1 + 5 + 14) / 3, (0.25 + 2 + 6) / 3])
+
+
+def _level_table(costs):
+    """An evaluation table from {(mode, policy): (low cost, medium cost)} for one chain size."""
+    rows = []
+    for (mode, policy), by_level in costs.items():
+        for level, c in zip(("low", "medium"), by_level):
+            rows.append(dict(cluster="c", mode=mode, chain_nodes=8, load_level=level,
+                             policy=policy, cost=c))
+        rows.append(dict(cluster="c", mode=mode, chain_nodes=8, load_level="all",
+                         policy=policy, cost=min(by_level)))  # ignored by the trade-off
+    return pd.DataFrame(rows)
+
+
+def test_level_tradeoff_needs_one_policy_to_win_every_level(tmp_path):
+    # mode a: learned "split" wins low against fixed_lead and medium against plan_lead only
+    # in different policies; mode b: "both" beats the best baseline at each level.
+    table = _level_table({
+        ("a", "fixed_lead"): (0.08, 2.3), ("a", "plan_lead"): (0.46, 1.1),
+        ("a", "lowwin"): (0.07, 1.9), ("a", "medwin"): (0.30, 1.0),
+        ("b", "fixed_lead"): (0.08, 2.3), ("b", "plan_lead"): (0.46, 1.1),
+        ("b", "both"): (0.079, 1.09), ("b", "tie"): (0.08, 0.5),
+    })
+    w = level_tradeoff(table, baselines=("fixed_lead", "plan_lead")).set_index(["mode", "policy"])
+    assert w.loc[("a", "lowwin"), ["beats_low", "beats_medium"]].tolist() == [True, False]
+    assert w.loc[("a", "medwin"), ["beats_low", "beats_medium"]].tolist() == [False, True]
+    assert not w.loc["a", "beats_all_levels"].any()
+    assert w.loc[("b", "both"), "beats_all_levels"]
+    assert not w.loc[("b", "tie"), "beats_low"]  # equal to the best baseline is not beating it
+    assert not w.loc[("b", "plan_lead"), "beats_all_levels"]  # a baseline never beats itself
+    assert w.loc[("b", "both"), "low"] == 0.079  # the "all" rows play no part
+    p = plot_level_tradeoff(table, tmp_path / "t.png", baselines=("fixed_lead", "plan_lead"))
+    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_level_tradeoff_with_a_missing_level_and_zero_costs(tmp_path):
+    table = _level_table({("a", "fixed_lead"): (0.0, 2.0), ("a", "oracle"): (0.0, 0.0),
+                          ("a", "m"): (0.1, 1.0)})
+    table = pd.concat([table, pd.DataFrame([dict(cluster="c", mode="a", chain_nodes=1,
+                                                 load_level="low", policy=p, cost=c)
+                                            for p, c in (("fixed_lead", 0.2), ("m", 0.1))])])
+    w = level_tradeoff(table, baselines=("fixed_lead",)).set_index(["chain_nodes", "policy"])
+    # the 1-node group has no medium samples: that level counts for nobody
+    assert w.loc[(1, "m"), ["beats_low", "beats_medium", "beats_all_levels"]].tolist() == [
+        True, True, True]
+    assert w.loc[(8, "m"), ["beats_low", "beats_medium"]].tolist() == [False, True]
+    # zero costs on log axes and a group with one level still draw
+    assert plot_level_tradeoff(table, tmp_path / "z.png", baselines=("fixed_lead",)).exists()
+    single = table[table["load_level"] != "medium"]
+    assert plot_level_tradeoff(single, tmp_path / "none.png", baselines=("fixed_lead",)) is None

@@ -11,7 +11,7 @@ from mirage.errors import MirageError
 
 
 def _evaluate(args) -> None:
-    from mirage.evaluate.figures import plot_lead_sweep, plot_x_distributions
+    from mirage.evaluate.figures import plot_lead_sweep, plot_level_tradeoff, plot_x_distributions
     from mirage.evaluate.metrics import outcomes, summarize, to_markdown
     from mirage.policies.baselines import lead_sweep
     from mirage.policies.cli import load_fitted
@@ -49,6 +49,8 @@ def _evaluate(args) -> None:
         plot_x_distributions(part.assign(cluster=label), fig_dir)
     table = pd.concat(tables, ignore_index=True)
     table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
+    for cluster, part in table.groupby("cluster", sort=True):
+        plot_level_tradeoff(part, fig_dir / f"level_tradeoff_{cluster}.png")
     table.to_csv(out_dir / "evaluation.csv", index=False)
     (out_dir / "evaluation.md").write_text(to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
@@ -67,5 +69,5 @@ def register(sub) -> None:
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
     p.add_argument("--device", default="cpu")
     p.add_argument("--out-dir", required=True, help="evaluation.csv/.md, outcomes.parquet, fits.csv")
-    p.add_argument("--figures-dir", required=True, help="x distributions and lead sweeps (PNG)")
+    p.add_argument("--figures-dir", required=True, help="x distributions, lead sweeps and load-level trade-offs (PNG)")
     p.set_defaults(func=_evaluate)

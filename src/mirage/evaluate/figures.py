@@ -9,6 +9,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # workflow and CI nodes have no display
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker as ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
@@ -88,5 +89,107 @@ def plot_lead_sweep(sweeps: dict[str, pd.DataFrame], path, chosen_lead_h: float 
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def level_tradeoff(table: pd.DataFrame, baselines=None) -> pd.DataFrame:
+    """Every policy's mean cost at each load level side by side, one row per (cluster, mode,
+    chain size, policy), with ``beats_<level>``: cheaper than every baseline at that level,
+    and ``beats_all_levels``.
+
+    The goal "beat every baseline at every load level" asks one policy to win cells whose
+    level is known only in hindsight; this table (and plot_level_tradeoff) shows whether any
+    single policy does, and how far each is from doing so.
+    """
+    if baselines is None:
+        from mirage.report import BASELINES as baselines
+    keys = [k for k in ("cluster", "mode", "chain_nodes") if k in table.columns]
+    per = table[table["load_level"] != ALL]
+    wide = per.pivot_table(index=keys + ["policy"], columns="load_level", values="cost")
+    levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
+    wide = wide[levels].reset_index()
+    wide.columns.name = None
+    is_base = wide["policy"].isin(baselines)
+    best_base = wide[is_base].groupby(keys)[levels].min()
+    ref = best_base.reindex(pd.MultiIndex.from_frame(wide[keys])).to_numpy()
+    with np.errstate(invalid="ignore"):
+        beats = wide[levels].to_numpy() < ref
+    for j, lvl in enumerate(levels):
+        # a level absent from a group (NaN) neither counts for nor against a policy
+        wide[f"beats_{lvl}"] = beats[:, j] | np.isnan(ref[:, j])
+    wide["beats_all_levels"] = wide[[f"beats_{lvl}" for lvl in levels]].all(axis=1)
+    wide["baseline"] = is_base
+    return wide
+
+
+def plot_level_tradeoff(table: pd.DataFrame, path, baselines=None) -> Path | None:
+    """Cost at one load level against the next (low vs medium, medium vs heavy), one panel per
+    (mode, chain size), one point per policy. The shaded corner is where a policy beats every
+    baseline at both levels; baselines are squares, the oracle a star. None when no group has
+    two load levels."""
+    if baselines is None:
+        from mirage.report import BASELINES as baselines
+    wide = level_tradeoff(table, baselines)
+    levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
+    pairs = [(a, b) for a, b in zip(levels, levels[1:])]
+    keys = [k for k in ("cluster", "mode", "chain_nodes") if k in wide.columns]
+    groups = [(key, g) for key, g in wide.groupby(keys, sort=True)
+              if any(g[a].notna().any() and g[b].notna().any() for a, b in pairs)]
+    if not groups:
+        return None
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    policies = list(dict.fromkeys(table["policy"]))  # the evaluation's order
+    palette = dict(zip(policies, sns.color_palette("tab20", len(policies))))
+    fig, axes = plt.subplots(len(pairs), len(groups), figsize=(4.6 * len(groups),
+                             4.4 * len(pairs)), squeeze=False)
+    for j, (key, g) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        for i, (a, b) in enumerate(pairs):
+            ax = axes[i, j]
+            d = g.dropna(subset=[a, b]).copy()
+            if d.empty:
+                ax.set_axis_off()
+                continue
+            # log axes cannot show a zero cost (every handover of the level seamless):
+            # such a point sits on the lower edge instead of vanishing
+            positive = d[[a, b]].to_numpy()
+            positive = positive[positive > 0]
+            edge = positive.min() / 2 if len(positive) else 1e-3
+            d[[a, b]] = d[[a, b]].clip(lower=edge)
+            base = d[d["baseline"]]
+            if len(base):
+                floor = min(d[a].min(), d[b].min()) / 10  # below the axes' lower limits
+                ax.fill_between([floor, base[a].min()], floor, base[b].min(),
+                                color="tab:green", alpha=0.12, lw=0,
+                                label="beats every baseline at both")
+            for _, r in d.iterrows():
+                marker = "*" if r["policy"] == "oracle" else "s" if r["baseline"] else "o"
+                ax.scatter(r[a], r[b], marker=marker, s=110 if marker == "*" else 50,
+                           color=palette[r["policy"]], edgecolor="black", lw=0.5, zorder=3,
+                           label=r["policy"])
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            for axis in (ax.xaxis, ax.yaxis):
+                axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+                axis.set_minor_formatter(ticker.NullFormatter())
+            ax.set_xlim(d[a].min() / 1.5, d[a].max() * 1.5)
+            ax.set_ylim(d[b].min() / 1.5, d[b].max() * 1.5)
+            ax.set_xlabel(f"mean cost at {a} load [h]")
+            ax.set_ylabel(f"mean cost at {b} load [h]")
+            ax.set_title(", ".join(f"{k} node{'s' if k != 1 else ''}" if n == "chain_nodes"
+                                   else str(k) for n, k in zip(keys, key)), fontsize=10)
+            ax.grid(True, which="major", lw=0.3, alpha=0.5)
+    # one legend for the figure: every policy once, in the table's order
+    handles = {}
+    for ax in axes.flat:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            handles.setdefault(lab, h)
+    order = [lab for lab in handles if lab not in palette] + [p for p in policies if p in handles]
+    fig.legend([handles[lab] for lab in order], order, loc="center left",
+               bbox_to_anchor=(1.0, 0.5), fontsize=8, frameon=False)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path

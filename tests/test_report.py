@@ -1,0 +1,78 @@
+"""Goal checks of the run report: the per-cell verdict with its bootstrap interval, and the
+strict reading (one policy winning every load level)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mirage.evaluate.metrics import paired_difference, summarize
+from mirage.report import build_report, goal_checks
+
+
+def _outcomes(costs: dict[str, list[float]], levels: list[str], mode="calibrated", nodes=8):
+    """Per-sample outcomes with the given cost per policy; x_h = cost (all interruption)."""
+    rows = []
+    for policy, cs in costs.items():
+        for sid, (c, lvl) in enumerate(zip(cs, levels)):
+            rows.append(dict(sample_id=sid, cluster="c", chain_nodes=nodes, reactive_x_h=1.0,
+                             oracle_cost=0.0, load_level=lvl, policy=policy, k=0, x_h=c,
+                             interruption_h=c, overlap_h=0.0, overlap_node_hours=0.0,
+                             cost=c, mode=mode))
+    return pd.DataFrame(rows)
+
+
+def _table(out):
+    return pd.concat([summarize(g.drop(columns="mode")).assign(mode=m)
+                      for m, g in out.groupby("mode")], ignore_index=True)
+
+
+def test_paired_difference_by_hand():
+    rng = np.random.default_rng(1)
+    base = rng.exponential(1.0, 60)
+    out = _outcomes({"a": list(base - 0.2), "b": list(base)}, ["low"] * 60)
+    d = paired_difference(out, "a", "b", seed=3)
+    # a constant difference has no sampling noise, however noisy the costs themselves
+    assert d["diff"] == pytest.approx(-0.2) and d["low"] == pytest.approx(-0.2)
+    assert d["high"] == pytest.approx(-0.2) and d["n"] == 60
+    noisy = _outcomes({"a": list(base), "b": list(rng.permutation(base))}, ["low"] * 60)
+    d1, d2 = (paired_difference(noisy, "a", "b", seed=s) for s in (5, 5))
+    assert d1 == d2 and d1["low"] < 0 < d1["high"] and d1["diff"] == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="must both be in the outcomes"):
+        paired_difference(noisy, "a", "missing")
+
+
+def test_goal_checks_say_better_worse_or_within_noise():
+    levels = ["low"] * 40 + ["medium"] * 40
+    rng = np.random.default_rng(2)
+    noise = rng.normal(0, 0.5, 80)
+    out = _outcomes({
+        # learned: clearly cheaper at low, clearly dearer at medium (every sample by 0.3)
+        "rf": [1.0] * 40 + list(2.3 + noise[40:]),
+        "fixed_lead": [1.3] * 40 + list(2.0 + noise[40:]),
+        "reactive": list(1.3 + np.abs(noise[:40])) + [5.0] * 40,
+        "oracle": [0.0] * 80,
+    }, levels)
+    checks = goal_checks(_table(out), out, seed=7).set_index("load_level")
+    assert checks.loc["low", "verdict_95"] == "better" and checks.loc["low", "beats_baselines"]
+    assert checks.loc["medium", "verdict_95"] == "worse"
+    assert checks.loc["medium", "cost_diff"] == pytest.approx(0.3)
+    assert checks.loc["all", "verdict_95"] == "within noise"  # +0.3 and -0.3 cancel
+    assert checks.loc["all", "diff_low"] < 0 < checks.loc["all", "diff_high"]
+    # seeded: the same intervals again, and none without the outcomes
+    again = goal_checks(_table(out), out, seed=7).set_index("load_level")
+    pd.testing.assert_frame_equal(checks, again)
+    assert "verdict_95" not in goal_checks(_table(out))
+
+
+def test_report_states_the_strict_reading(tmp_path):
+    levels = ["low"] * 10 + ["medium"] * 10
+    out = _outcomes({"lowwin": [0.1] * 10 + [3.0] * 10, "medwin": [0.5] * 10 + [1.0] * 10,
+                     "fixed_lead": [0.2] * 10 + [2.0] * 10, "oracle": [0.0] * 20}, levels)
+    (tmp_path / "c").mkdir()
+    _table(out).to_csv(tmp_path / "c" / "evaluation.csv", index=False)
+    out.to_parquet(tmp_path / "c" / "outcomes.parquet", index=False)
+    text = build_report(tmp_path, ["c"], seed=1)
+    # each level has a learned winner, but not the same one
+    assert "beats every baseline on cost in 100% of the 3" in text
+    assert "at every load level at once in 0 of 1 settings" in text
+    assert "| c | calibrated | 8 | none |" in text
