@@ -26,4 +26,5 @@ rule report:
         "(python -m mirage report --results results --clusters {params.clusters}"
         " --labels '{params.labels}' --seed {params.seed} --out {output.markdown}"
         " && python -m papermill {input.notebook} {output.notebook} --cwd ."
-        " -p results results -p clusters {params.clusters_csv}) > {log} 2>&1"
+        " -p results results -p clusters {params.clusters_csv} -p seed {params.seed})"
+        " > {log} 2>&1"
