@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mirage.evaluate.metrics import paired_difference, summarize
+from mirage.errors import MirageError
+from mirage.evaluate.metrics import paired_difference, summarize, verdict
 from mirage.report import build_report, goal_checks
 
 
@@ -37,8 +38,39 @@ def test_paired_difference_by_hand():
     noisy = _outcomes({"a": list(base), "b": list(rng.permutation(base))}, ["low"] * 60)
     d1, d2 = (paired_difference(noisy, "a", "b", seed=s) for s in (5, 5))
     assert d1 == d2 and d1["low"] < 0 < d1["high"] and d1["diff"] == pytest.approx(0.0)
-    with pytest.raises(ValueError, match="must both be in the outcomes"):
+    with pytest.raises(ValueError, match=r"\['missing'\] are not in the outcomes"):
         paired_difference(noisy, "a", "missing")
+    with pytest.raises(ValueError, match="lack an outcome"):
+        paired_difference(noisy[~((noisy.policy == "a") & (noisy.sample_id == 0))], "a", "b")
+
+
+def test_the_pick_of_the_best_is_redone_in_every_resample():
+    # ten learned policies of pure noise around the baseline's cost: the cheapest of them on
+    # the observed samples looks better, but the interval that redoes the pick must not call
+    # it better much more often than a 95 % interval should, while freezing the pick does
+    rng = np.random.default_rng(4)
+    names = [f"m{i}" for i in range(10)]
+    diffs, redone, frozen = [], [], []
+    for trial in range(40):
+        costs = {m: list(1.0 + rng.normal(0, 0.5, 60)) for m in names}
+        costs["base"] = list(1.0 + rng.normal(0, 0.5, 60))
+        out = _outcomes(costs, ["low"] * 60)
+        d = paired_difference(out, names, ["base"], seed=trial, n_boot=500)
+        best = min(names, key=lambda m: np.mean(costs[m]))
+        diffs.append(d["diff"])
+        redone.append(verdict(d))
+        frozen.append(verdict(paired_difference(out, best, "base", seed=trial, n_boot=500)))
+    assert np.mean(diffs) < -0.05  # the observed pick is flattered
+    assert redone.count("better") <= 3 < frozen.count("better")
+
+
+def test_verdicts_need_samples_and_tell_identical_apart():
+    out = _outcomes({"a": [0.5, 0.1, 0.2, 0.3], "b": [1.5, 1.1, 1.2, 1.3]}, ["low"] * 4)
+    d = paired_difference(out, "a", "b")
+    assert d["high"] < 0 and verdict(d) == "too few samples"  # 4 samples: not a verdict
+    assert verdict(d, min_samples=4) == "better"
+    same = _outcomes({"a": [0.5] * 30, "b": [0.5] * 30}, ["low"] * 30)
+    assert verdict(paired_difference(same, "a", "b")) == "identical"
 
 
 def test_goal_checks_say_better_worse_or_within_noise():
@@ -62,6 +94,9 @@ def test_goal_checks_say_better_worse_or_within_noise():
     again = goal_checks(_table(out), out, seed=7).set_index("load_level")
     pd.testing.assert_frame_equal(checks, again)
     assert "verdict_95" not in goal_checks(_table(out))
+    # outcomes of another run (a policy missing) name the problem and the fix
+    with pytest.raises(MirageError, match="same `mirage evaluate` run"):
+        goal_checks(_table(out), out[out["policy"] != "rf"], seed=7)
 
 
 def test_report_states_the_strict_reading(tmp_path):

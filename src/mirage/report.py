@@ -13,13 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from mirage.evaluate.figures import level_tradeoff
-from mirage.evaluate.metrics import ALL, paired_difference, to_markdown
+from mirage.errors import MirageError
+from mirage.evaluate.metrics import (
+    ALL, MIN_BOOTSTRAP_SAMPLES, paired_difference, to_markdown, verdict,
+)
 
 BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
 NOT_LEARNED = BASELINES + ("oracle",)
 ZERO_INTERRUPTION_GOAL = 0.80
 OVERLAP_GOAL_H = 6.0
+VERDICTS = ("better", "worse", "within noise", "identical", "too few samples")
 
 
 def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
@@ -30,10 +33,14 @@ def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
 
     With the per-sample ``outcomes`` (outcomes.parquet) each cell also gets the cost
     difference best learned - best baseline with its 95 % paired bootstrap interval
-    (``diff_low``, ``diff_high``, seeded by ``seed``) and ``verdict_95``: "better" (the whole
-    interval below zero), "worse" (above) or "within noise". A validation month of 156
-    samples leaves wide intervals, so a win or a miss by a few minutes may be noise; this
-    says which.
+    (``diff_low``, ``diff_high``, seeded by ``seed``; simultaneous over every learned x
+    baseline pair, so picking the best of each on these samples is accounted for, see
+    metrics.paired_difference) and ``verdict_95``: "better" (the whole interval below zero),
+    "worse" (above), "within noise", "identical" or "too few samples" (under
+    MIN_BOOTSTRAP_SAMPLES, where a bootstrap interval is too narrow to trust). A validation
+    month leaves wide intervals, and a cell of a rare load level holds a few dozen samples at
+    most, so a win or a miss by a few minutes may be noise; this says which. Across cells there
+    is no correction: among a dozen cells, one may be decided by chance.
     """
     rows = []
     for key, g in table.groupby(["cluster", "mode", "chain_nodes", "load_level"], sort=False):
@@ -55,12 +62,12 @@ def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
                                        if len(ok_share) else "missed"),
         })
         if outcomes is not None:
-            rows[-1].update(_difference(outcomes, key, best["policy"], best_base["policy"],
-                                        seed))
+            rows[-1].update(_difference(outcomes, key, list(learned["policy"]),
+                                        list(base["policy"]), seed))
     return pd.DataFrame(rows)
 
 
-def _difference(outcomes: pd.DataFrame, key: tuple, learned: str, baseline: str,
+def _difference(outcomes: pd.DataFrame, key: tuple, learned: list[str], baselines: list[str],
                 seed: int) -> dict:
     cluster, mode, nodes, level = key
     cell = outcomes[(outcomes["cluster"] == cluster) & (outcomes["mode"] == mode)
@@ -69,14 +76,20 @@ def _difference(outcomes: pd.DataFrame, key: tuple, learned: str, baseline: str,
         cell = cell[cell["load_level"] == level]
     # one stream per cell, the same whatever else the report holds
     cell_seed = [seed, zlib.crc32(f"{cluster}/{mode}/{nodes}/{level}".encode())]
-    d = paired_difference(cell, learned, baseline, seed=cell_seed)
-    verdict = ("better" if d["high"] < 0 else "worse" if d["low"] > 0 else "within noise")
+    try:
+        d = paired_difference(cell, learned, baselines, seed=cell_seed)
+    except ValueError as e:
+        raise MirageError(f"{cluster} {mode} {nodes} nodes, {level} load: {e}. outcomes.parquet "
+                          "and evaluation.csv must come from the same `mirage evaluate` run; "
+                          "rerun it") from None
     return {"cost_diff": d["diff"], "diff_low": d["low"], "diff_high": d["high"],
-            "verdict_95": verdict}
+            "verdict_95": verdict(d)}
 
 
 def build_report(results: Path, clusters: list[str], labels: dict[str, str] | None = None,
                  seed: int = 0) -> str:
+    from mirage.evaluate.figures import level_tradeoff  # matplotlib: only when reporting
+
     labels = labels or {}
     lines = ["# Mirage run report", ""]
     checks, tradeoffs = [], []
@@ -115,8 +128,8 @@ def build_report(results: Path, clusters: list[str], labels: dict[str, str] | No
 def _verdicts(verdicts: pd.Series) -> str:
     counts = verdicts.value_counts()
     return ("; by the 95 % paired bootstrap interval of the cost difference the best learned "
-            "policy is " + ", ".join(f"{v} in {counts.get(v, 0)}"
-                                      for v in ("better", "worse", "within noise")))
+            "policy is " + ", ".join(f"{v} in {counts[v]}" for v in VERDICTS if counts.get(v))
+            + f" (verdicts need {MIN_BOOTSTRAP_SAMPLES} samples)")
 
 
 def _single_policy_section(wide: pd.DataFrame) -> list[str]:

@@ -127,13 +127,13 @@ def _level_table(costs):
             rows.append(dict(cluster="c", mode=mode, chain_nodes=8, load_level=level,
                              policy=policy, cost=c))
         rows.append(dict(cluster="c", mode=mode, chain_nodes=8, load_level="all",
-                         policy=policy, cost=min(by_level)))  # ignored by the trade-off
+                         policy=policy, cost=99.0))  # must play no part in the trade-off
     return pd.DataFrame(rows)
 
 
 def test_level_tradeoff_needs_one_policy_to_win_every_level(tmp_path):
-    # mode a: learned "split" wins low against fixed_lead and medium against plan_lead only
-    # in different policies; mode b: "both" beats the best baseline at each level.
+    # mode a: the low level is won by "lowwin", the medium level by "medwin", no policy wins
+    # both; mode b: "both" beats the best baseline at each level.
     table = _level_table({
         ("a", "fixed_lead"): (0.08, 2.3), ("a", "plan_lead"): (0.46, 1.1),
         ("a", "lowwin"): (0.07, 1.9), ("a", "medwin"): (0.30, 1.0),
@@ -147,7 +147,15 @@ def test_level_tradeoff_needs_one_policy_to_win_every_level(tmp_path):
     assert w.loc[("b", "both"), "beats_all_levels"]
     assert not w.loc[("b", "tie"), "beats_low"]  # equal to the best baseline is not beating it
     assert not w.loc[("b", "plan_lead"), "beats_all_levels"]  # a baseline never beats itself
-    assert w.loc[("b", "both"), "low"] == 0.079  # the "all" rows play no part
+    assert w.loc[("b", "both"), "low"] == 0.079 and "all" not in w.columns
+    # with one key column, and a group that has no baseline at all (no winners there)
+    one = table[table["mode"] == "a"].drop(columns="mode")
+    nob = table[(table["mode"] == "b") & ~table["policy"].isin(["fixed_lead", "plan_lead"])]
+    w1 = level_tradeoff(one.drop(columns="chain_nodes"), baselines=("fixed_lead", "plan_lead"))
+    assert not w1["beats_all_levels"].any()
+    assert w1.set_index("policy").loc["lowwin", "beats_low"]
+    w2 = level_tradeoff(nob, baselines=("fixed_lead", "plan_lead"))
+    assert not w2[["beats_low", "beats_medium", "beats_all_levels"]].any().any()
     p = plot_level_tradeoff(table, tmp_path / "t.png", baselines=("fixed_lead", "plan_lead"))
     assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

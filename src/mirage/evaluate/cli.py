@@ -49,12 +49,12 @@ def _evaluate(args) -> None:
         plot_x_distributions(part.assign(cluster=label), fig_dir)
     table = pd.concat(tables, ignore_index=True)
     table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
-    for cluster, part in table.groupby("cluster", sort=True):
-        plot_level_tradeoff(part, fig_dir / f"level_tradeoff_{cluster}.png")
     table.to_csv(out_dir / "evaluation.csv", index=False)
     (out_dir / "evaluation.md").write_text(to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
     pd.DataFrame(fits).to_csv(out_dir / "fits.csv", index=False)
+    for cluster, part in table.groupby("cluster", sort=True):  # after the tables: they cost more
+        plot_level_tradeoff(part, fig_dir / f"level_tradeoff_{cluster}.png")
     best = table[(table["load_level"] == "all") & ~table["policy"].isin(["oracle"])]
     best = best.loc[best.groupby(["mode", "chain_nodes"])["cost"].idxmin()]
     print(best[["mode", "chain_nodes", "policy", "cost", "zero_interruption_share", "mean_overlap_h"]].to_string(index=False))

@@ -100,7 +100,8 @@ def level_tradeoff(table: pd.DataFrame, baselines=None) -> pd.DataFrame:
 
     The goal "beat every baseline at every load level" asks one policy to win cells whose
     level is known only in hindsight; this table (and plot_level_tradeoff) shows whether any
-    single policy does, and how far each is from doing so.
+    single policy does, and how far each is from doing so. A level without samples in a
+    group counts for every policy; a group without baselines has no winner.
     """
     if baselines is None:
         from mirage.report import BASELINES as baselines
@@ -110,16 +111,18 @@ def level_tradeoff(table: pd.DataFrame, baselines=None) -> pd.DataFrame:
     levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
     wide = wide[levels].reset_index()
     wide.columns.name = None
-    is_base = wide["policy"].isin(baselines)
-    best_base = wide[is_base].groupby(keys)[levels].min()
-    ref = best_base.reindex(pd.MultiIndex.from_frame(wide[keys])).to_numpy()
-    with np.errstate(invalid="ignore"):
-        beats = wide[levels].to_numpy() < ref
-    for j, lvl in enumerate(levels):
-        # a level absent from a group (NaN) neither counts for nor against a policy
-        wide[f"beats_{lvl}"] = beats[:, j] | np.isnan(ref[:, j])
+    wide["baseline"] = wide["policy"].isin(baselines)
+    best_base = (wide[wide["baseline"]].groupby(keys)[levels].min()
+                 .rename(columns=lambda lvl: f"_ref_{lvl}").reset_index())
+    ref = wide[keys].merge(best_base, on=keys, how="left")  # keeps wide's row order
+    has_base = wide[keys].merge(best_base[keys].assign(_has=1), on=keys, how="left")[
+        "_has"].notna().to_numpy()
+    for lvl in levels:
+        mine, theirs = wide[lvl].to_numpy(dtype=float), ref[f"_ref_{lvl}"].to_numpy(dtype=float)
+        absent = np.isnan(mine) & np.isnan(theirs)  # the group has no sample of this level
+        with np.errstate(invalid="ignore"):
+            wide[f"beats_{lvl}"] = has_base & ((mine < theirs) | absent)
     wide["beats_all_levels"] = wide[[f"beats_{lvl}" for lvl in levels]].all(axis=1)
-    wide["baseline"] = is_base
     return wide
 
 
@@ -164,6 +167,13 @@ def plot_level_tradeoff(table: pd.DataFrame, path, baselines=None) -> Path | Non
                 ax.fill_between([floor, base[a].min()], floor, base[b].min(),
                                 color="tab:green", alpha=0.12, lw=0,
                                 label="beats every baseline at both")
+            # policies with the same outcomes (e.g. the ones that stay reactive) share a point:
+            # name them together rather than letting the last one hide the others
+            same = d.groupby([d[a].round(6), d[b].round(6)])["policy"].agg(list)
+            for (xa, yb), names in same.items():
+                if len(names) > 1:
+                    ax.annotate(" = ".join(names), (xa, yb), fontsize=6, xytext=(4, -9),
+                                textcoords="offset points", color="dimgrey")
             for _, r in d.iterrows():
                 marker = "*" if r["policy"] == "oracle" else "s" if r["baseline"] else "o"
                 ax.scatter(r[a], r[b], marker=marker, s=110 if marker == "*" else 50,

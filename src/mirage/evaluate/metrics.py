@@ -7,6 +7,8 @@ the interruption reduction and the oracle gap are all defined relative to them.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -117,23 +119,64 @@ def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     return "\n".join(lines) + "\n"
 
 
-def paired_difference(out: pd.DataFrame, a: str, b: str, *, n_boot: int = 2000,
-                      seed: int = 0, level: float = 0.95) -> dict:
-    """Mean cost of policy ``a`` minus policy ``b`` on the same samples of ``out`` (one
-    evaluation cell), with a paired bootstrap interval over samples.
+# below this many samples a bootstrap interval is too narrow to support a verdict: with no
+# true difference it excluded zero in 11 % of simulated cells of 20 samples, 6 % at 30 and 5 %
+# at 40 (and, for a percentile interval, about 1 in 4 at 4 samples)
+MIN_BOOTSTRAP_SAMPLES = 30
 
-    Paired: both policies are scored on each resampled set of samples, so the interval is for
-    the difference itself, much narrower than two separate intervals would suggest. Returns
-    {"diff", "low", "high", "n"}; an interval above or below zero means the sign of the
-    difference is not an accident of which samples the validation month happened to hold.
+
+def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
+                      seed: int | Sequence[int] = 0, level: float = 0.95) -> dict:
+    """Mean cost of the best of policies ``a`` minus the best of policies ``b`` on the same
+    samples of ``out`` (one evaluation cell), with a paired bootstrap interval over samples.
+
+    ``a`` and ``b`` are a policy name or a list of names; "best" is the cheapest on these
+    samples. Picking the cheapest of many on the very samples that judge it flatters it, so
+    with lists the interval is simultaneous over every (a, b) pair: its half-width is the
+    ``level`` quantile of the largest studentised deviation of any pair's resampled
+    difference (the bootstrap max-t), so that the picked pair is covered as often as the
+    level says, whichever pair the samples favour. With one name each it is the ordinary
+    studentised bootstrap interval. Paired: all policies are scored on the same resampled
+    samples, so the interval is for the difference itself.
+
+    Returns {"diff", "low", "high", "n", "identical"}; ``identical``: the two picks give the
+    same cost on every sample (the interval then says nothing about noise).
     """
-    wide = out[out["policy"].isin([a, b])].pivot_table(index="sample_id", columns="policy",
-                                                       values="cost")
-    if a not in wide.columns or b not in wide.columns:
-        raise ValueError(f"policies {a!r} and {b!r} must both be in the outcomes")
-    d = (wide[a] - wide[b]).to_numpy(dtype=float)
+    a_list = [a] if isinstance(a, str) else list(a)
+    b_list = [b] if isinstance(b, str) else list(b)
+    wide = out.pivot_table(index="sample_id", columns="policy", values="cost", dropna=False)
+    missing = [p for p in a_list + b_list if p not in wide.columns]
+    if missing:
+        raise ValueError(f"policies {missing} are not in the outcomes")
+    if wide.empty:
+        raise ValueError("no samples in the outcomes")
+    C = wide[a_list + b_list].to_numpy(dtype=float)
+    if np.isnan(C).any():
+        raise ValueError("some samples lack an outcome for some of the policies; the outcomes "
+                         "do not come from one evaluation of every policy")
+    na = len(a_list)
+    means = C.mean(axis=0)
+    best_a, best_b = int(np.argmin(means[:na])), int(np.argmin(means[na:]))
+    d = C[:, best_a] - C[:, na + best_b]
     rng = np.random.default_rng(seed)
-    boot = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(boot, [tail, 1.0 - tail])
-    return {"diff": float(d.mean()), "low": float(low), "high": float(high), "n": len(d)}
+    idx = rng.integers(0, len(C), size=(n_boot, len(C)))
+    boot = np.stack([C[i].mean(axis=0) for i in idx])  # (n_boot, policies)
+    # every (a, b) pair's difference, observed and resampled: (pairs,), (n_boot, pairs)
+    obs = (means[:na, None] - means[None, na:]).ravel()
+    rs = (boot[:, :na, None] - boot[:, None, na:]).reshape(n_boot, -1)
+    se = rs.std(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        t = np.where(se > 0, np.abs(rs - obs) / se, 0.0)
+    half = float(np.quantile(t.max(axis=1), level)) * se[best_a * (len(means) - na) + best_b]
+    return {"diff": float(d.mean()), "low": float(d.mean() - half),
+            "high": float(d.mean() + half), "n": len(d), "identical": bool(np.all(d == 0.0))}
+
+
+def verdict(diff: dict, min_samples: int = MIN_BOOTSTRAP_SAMPLES) -> str:
+    """What a paired_difference supports: "better" (the interval below zero), "worse" (above),
+    "within noise", "identical" (the same outcome on every sample), or "too few samples"."""
+    if diff["identical"]:
+        return "identical"
+    if diff["n"] < min_samples:
+        return "too few samples"
+    return "better" if diff["high"] < 0 else "worse" if diff["low"] > 0 else "within noise"
