@@ -30,7 +30,8 @@ def test_snakefmt_clean():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-@pytest.mark.parametrize("configfile", [None, "config/paper.yaml", "config/tiny.yaml", "config/ls6-real.yaml"])
+@pytest.mark.parametrize("configfile", [None, "config/paper.yaml", "config/tiny.yaml",
+                                        "config/ls6-real.yaml", "config/ls6-feb.yaml"])
 def test_dry_run(configfile):
     args = ["-n", "--quiet", "rules"] + (["--configfile", configfile] if configfile else [])
     res = snakemake(*args)
