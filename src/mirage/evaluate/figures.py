@@ -135,7 +135,7 @@ def plot_level_tradeoff(table: pd.DataFrame, path, baselines=None) -> Path | Non
         from mirage.report import BASELINES as baselines
     wide = level_tradeoff(table, baselines)
     levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
-    pairs = [(a, b) for a, b in zip(levels, levels[1:])]
+    pairs = list(zip(levels, levels[1:]))
     keys = [k for k in ("cluster", "mode", "chain_nodes") if k in wide.columns]
     groups = [(key, g) for key, g in wide.groupby(keys, sort=True)
               if any(g[a].notna().any() and g[b].notna().any() for a, b in pairs)]
@@ -181,7 +181,11 @@ def plot_level_tradeoff(table: pd.DataFrame, path, baselines=None) -> Path | Non
                            label=r["policy"])
             ax.set_xscale("log")
             ax.set_yscale("log")
-            for axis in (ax.xaxis, ax.yaxis):
+            for axis, col in ((ax.xaxis, a), (ax.yaxis, b)):
+                # 1-2-5 steps where a panel spans little more than a decade
+                narrow = d[col].max() / d[col].min() < 30
+                axis.set_major_locator(ticker.LogLocator(
+                    base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
                 axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
                 axis.set_minor_formatter(ticker.NullFormatter())
             ax.set_xlim(d[a].min() / 1.5, d[a].max() * 1.5)
