@@ -48,19 +48,13 @@ def quantile_grid(train, val, levels, seed):
     q.feature_columns_ = train.feature_columns
     pts = val.points
     allow = plan_allows(pts)
-    from mirage.policies.baselines import DEFAULT_LEADS, lead_sweep
-
-    lead = lead_sweep(train, DEFAULT_LEADS)
-    plan = lead_sweep(train, DEFAULT_LEADS, allow=plan_allows(train.points))
-    floors = [(0.0, False), (float(lead.loc[lead.cost.idxmin(), "lead_h"]), False),
-              (float(plan.loc[plan.cost.idxmin(), "lead_h"]), True)]
+    candidates = q.candidates(train)  # the policy's own cross-fit grid
     for window in map(_window, q.windows):
         score = q._fit_model(train, seed, window).predict(compact_matrix(pts, q.feature_columns_))
-        for gate, (floor, fg), cap in product((False, True), floors, q.caps):
-            for margin in (q.margins if cap > 0 else (0.0,)):
-                mask = q._lead_mask(pts, score, margin, floor, cap, gate, fg, allow)
-                yield dict(window=window, gate=gate, floor=floor, floor_gate=fg, cap=cap,
-                           margin=margin), level_costs(val, mask, levels)
+        for c in candidates:
+            mask = q._lead_mask(pts, score, c["margin_h"], c["floor_h"], c["cap_h"], c["gate"],
+                                c["floor_gate"], allow)
+            yield {"window": window, **c}, level_costs(val, mask, levels)
 
 
 def regressor_grid(model, val, levels):

@@ -121,7 +121,10 @@ class QuantileLead(Policy):
             floor_part &= allow
         return model | floor_part
 
-    def _tune(self, train: SampleSet, seed: int) -> None:
+    def candidates(self, train: SampleSet) -> list[dict]:
+        """The lead rules the cross-fit chooses from (gate, floor_h, floor_gate, margin_h,
+        cap_h; see _lead_mask), in the order that breaks ties. The floors are the lead
+        baselines tuned on ``train``."""
         from mirage.policies.baselines import (
             DEFAULT_LEADS, PLAN_COLUMN, lead_sweep, plan_allows,
         )
@@ -137,11 +140,18 @@ class QuantileLead(Policy):
             planned = lead_sweep(train, DEFAULT_LEADS, c_I, c_O, allow=plan_allows(train.points))
             floors.append((float(planned.loc[planned["cost"].idxmin(), "lead_h"]), True))
             gates.append(True)
-        candidates = [{"gate": gate, "floor_h": floor, "floor_gate": floor_gate,
-                       "margin_h": float(margin), "cap_h": float(cap)}
-                      for gate in gates for floor, floor_gate in dict.fromkeys(floors)
-                      for cap in self.caps
-                      for margin in (self.margins if cap > 0 else (0.0,))]
+        return [{"gate": gate, "floor_h": floor, "floor_gate": floor_gate,
+                 "margin_h": float(margin), "cap_h": float(cap)}
+                for gate in gates for floor, floor_gate in dict.fromkeys(floors)
+                for cap in self.caps
+                for margin in (self.margins if cap > 0 else (0.0,))]
+
+    def _tune(self, train: SampleSet, seed: int) -> None:
+        from mirage.policies.baselines import plan_allows
+
+        c_I, c_O = self.params["c_I"], self.params["c_O"]
+        candidates = self.candidates(train)
+        vetoed = any(c["gate"] for c in candidates)
         found, tables = [], []
         for window in map(_window, self.windows):
             blocks = cross_fit(
@@ -149,8 +159,7 @@ class QuantileLead(Policy):
                 lambda fit_part, held: self._fit_model(fit_part, seed, window).predict(
                     compact_matrix(held.points, self.feature_columns_)),
                 c_I, c_O)
-            allow = {id(b): (plan_allows(b.data.points) if len(gates) > 1 else None)
-                     for b in blocks}
+            allow = {id(b): (plan_allows(b.data.points) if vetoed else None) for b in blocks}
             best, table = sweep(
                 blocks, candidates,
                 lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"],
