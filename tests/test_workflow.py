@@ -10,12 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from paths import LS6, REPO
-
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-
-
-def snakemake(*args, cwd=REPO):
-    return subprocess.run([*SNAKEMAKE, *args], cwd=cwd, capture_output=True, text=True)
+from runs import run_tiny, snakemake
 
 
 def test_lint_clean():
@@ -52,16 +47,10 @@ def test_bad_config_names_the_key(tmp_path):
     assert "clusters.ls6.source" in res.stdout + res.stderr
 
 
-def _run_tiny(workdir):
-    res = snakemake("-s", str(REPO / "Snakefile"), "-d", str(workdir), "--cores", "2",
-                    "--configfile", str(REPO / "config" / "tiny.yaml"))
-    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-
-
 @pytest.mark.slow
-def test_tiny_config_runs_the_whole_dag(tmp_path):
-    _run_tiny(tmp_path / "a")
-    trace = tmp_path / "a" / "results" / "ls6" / "trace"
+def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
+    a = tiny_run
+    trace = a / "results" / "ls6" / "trace"
     report = json.loads((trace / "clean_report.json").read_text())
     assert report["rows_in"] == report["rows_kept"] + sum(report["quarantined"].values())
     assert report["rows_kept"] > 500
@@ -70,20 +59,20 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
     assert train["in_window"].sum() > 0 and val["in_window"].sum() > 0
     assert train.loc[train["in_window"], "submit"].max() < val.loc[val["in_window"], "submit"].min()
     for rule in ("synth_trace", "clean_trace", "split_trace"):
-        assert (tmp_path / "a" / "logs" / "ls6" / f"{rule}.log").exists()
-        assert (tmp_path / "a" / "benchmarks" / "ls6" / f"{rule}.tsv").exists()
+        assert (a / "logs" / "ls6" / f"{rule}.log").exists()
+        assert (a / "benchmarks" / "ls6" / f"{rule}.tsv").exists()
     # deterministic: a second run from scratch gives identical tables
-    _run_tiny(tmp_path / "b")
+    run_tiny(tmp_path / "b")
     for name in ("trace/clean.parquet", "trace/train.parquet", "trace/validation.parquet",
                  "calibrated/samples/samples.parquet", "calibrated/samples/points.parquet"):
         pd.testing.assert_frame_equal(
-            pd.read_parquet(tmp_path / "a" / "results" / "ls6" / name),
+            pd.read_parquet(a / "results" / "ls6" / name),
             pd.read_parquet(tmp_path / "b" / "results" / "ls6" / name),
         )
     # every policy fitted and evaluated; the same tables from the second run (all seeded)
-    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv"),
+    pd.testing.assert_frame_equal(pd.read_csv(a / "results" / "ls6" / "evaluation.csv"),
                                   pd.read_csv(tmp_path / "b" / "results" / "ls6" / "evaluation.csv"))
-    evaluation = pd.read_csv(tmp_path / "a" / "results" / "ls6" / "evaluation.csv")
+    evaluation = pd.read_csv(a / "results" / "ls6" / "evaluation.csv")
     assert set(evaluation["policy"]) == {
         "reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf",
         "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "oracle"}
@@ -95,17 +84,17 @@ def test_tiny_config_runs_the_whole_dag(tmp_path):
         assert overall[(nodes, "oracle")] <= overall.xs(nodes).min() + 1e-12
     # the committed reference figures of this config (results/expected/tiny.csv), within tolerance
     check = subprocess.run([sys.executable, "-m", "mirage", "expected", "check",
-                            str(tmp_path / "a" / "results" / "ls6" / "evaluation.csv"),
+                            str(a / "results" / "ls6" / "evaluation.csv"),
                             "--expected", str(REPO / "results" / "expected" / "tiny.csv")],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    figures = tmp_path / "a" / "results" / "ls6" / "figures" / "evaluation"
+    figures = a / "results" / "ls6" / "figures" / "evaluation"
     assert {"x_ls6_calibrated_n1.png", "x_ls6_calibrated_n8.png"} <= {p.name for p in figures.iterdir()}
-    report = (tmp_path / "a" / "results" / "report.md").read_text()
+    report = (a / "results" / "report.md").read_text()
     assert "## Goals" in report and "rows in" in report and "evaluation.md" in report
-    notebook = json.loads((tmp_path / "a" / "results" / "report.ipynb").read_text())
+    notebook = json.loads((a / "results" / "report.ipynb").read_text())
     assert any(o.get("output_type") == "display_data" for c in notebook["cells"] for o in c.get("outputs", []))
-    samples = pd.read_parquet(tmp_path / "a" / "results" / "ls6" / "calibrated" / "samples" / "samples.parquet")
+    samples = pd.read_parquet(a / "results" / "ls6" / "calibrated" / "samples" / "samples.parquet")
     assert set(samples["split"]) == {"train", "validation"} and set(samples["chain_nodes"]) == {1, 8}
 
 

@@ -1,0 +1,107 @@
+"""The live Slurm test cluster (tests/slurm/cluster.sh) as a session fixture.
+
+Every test here carries the `slurm` marker. Where the cluster cannot come up (not root, no
+package manager, the daemons fail) the tests skip with the reason, except under CI=true, where
+that is a failure: CI proves the Slurm side, it never skips it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from paths import REPO
+
+CLUSTER_SH = REPO / "tests" / "slurm" / "cluster.sh"
+OVERLAY = REPO / "tests" / "slurm" / "overlay.yaml"
+PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
+
+
+def pytest_collection_modifyitems(items):
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.fspath).parents:
+            item.add_marker(pytest.mark.slurm)
+
+
+class Cluster:
+    """A client's view of the running test cluster: its environment and Slurm's commands."""
+
+    def __init__(self, env: dict[str, str]):
+        self.env = {**os.environ, **env}
+        self.partition = env["MIRAGE_SLURM_PARTITION"]
+        self.account = env["MIRAGE_SLURM_ACCOUNT"]
+        self.user2 = env["MIRAGE_SLURM_USER2"]
+
+    def run(self, *args: str, check: bool = True, **kw) -> subprocess.CompletedProcess:
+        res = subprocess.run(list(args), env=self.env, capture_output=True, text=True, **kw)
+        if check and res.returncode != 0:
+            raise AssertionError(f"{' '.join(args)} failed ({res.returncode}): {res.stderr.strip()}")
+        return res
+
+    def sbatch(self, *args: str) -> int:
+        out = self.run("sbatch", "--parsable", "-A", self.account, "-p", self.partition, *args).stdout
+        return int(out.strip().split(";")[0])
+
+    def sacct(self, *args: str, fields: str = "JobID,JobName,State,Comment") -> list[dict[str, str]]:
+        out = self.run("sacct", "-a", "-X", "--parsable2", "-o", fields, *args).stdout.splitlines()
+        header = out[0].split("|")
+        return [dict(zip(header, line.split("|"))) for line in out[1:] if line]
+
+    def squeue(self, fmt: str = "%i|%j|%T|%k") -> list[list[str]]:
+        out = self.run("squeue", "-h", "-o", fmt).stdout.splitlines()
+        return [line.split("|") for line in out if line]
+
+    def wait_idle(self, timeout: float = 120) -> None:
+        end = time.monotonic() + timeout
+        while self.squeue():
+            if time.monotonic() > end:
+                raise AssertionError(f"jobs still queued after {timeout} s: {self.squeue()}")
+            time.sleep(1)
+
+    def profile(self, dest: Path) -> Path:
+        """A copy of profiles/slurm with tests/slurm/overlay.yaml merged in: the test cluster's
+        partition and account, nothing else."""
+        profile = yaml.safe_load(PROFILE.read_text())
+        overlay = yaml.safe_load(OVERLAY.read_text())
+        assert set(overlay) == {"default-resources"}
+        profile["default-resources"].update(overlay["default-resources"])
+        dest.mkdir(parents=True, exist_ok=True)
+        (dest / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
+        return dest
+
+
+def _unavailable(reason: str):
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"the live Slurm cluster must come up under CI=true: {reason}", pytrace=False)
+    pytest.skip(f"live Slurm cluster unavailable: {reason}")
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster() -> Cluster:
+    if os.geteuid() != 0:
+        _unavailable("not root (tests/slurm/cluster.sh starts the daemons as root)")
+    if not shutil.which("apt-get") and not shutil.which("slurmctld"):
+        _unavailable("Slurm is not installed and there is no apt-get to install it")
+    status = subprocess.run(["bash", str(CLUSTER_SH), "status"], capture_output=True, text=True)
+    was_up = "slurmctld running" in status.stdout
+    up = subprocess.run(["bash", str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=900)
+    if up.returncode != 0:
+        _unavailable(f"tests/slurm/cluster.sh up failed:\n{up.stderr[-3000:]}")
+    env = {}
+    for line in up.stdout.splitlines():
+        for item in line.removeprefix("export ").split():
+            key, _, value = item.partition("=")
+            env[key] = value
+    cluster = Cluster(env)
+    yield cluster
+    if was_up:  # someone else's cluster session: leave it up, without our jobs
+        jobs = [row[0] for row in cluster.squeue()]
+        if jobs:
+            cluster.run("scancel", *jobs, check=False)
+    else:
+        subprocess.run(["bash", str(CLUSTER_SH), "down"], capture_output=True, text=True, timeout=300)
