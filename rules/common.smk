@@ -17,6 +17,8 @@ os.environ.update(
 )
 
 from mirage.config import load_schema, validate  # noqa: E402
+from mirage.live.slurm import require_cluster  # noqa: E402
+from mirage.policies import TORCH_POLICY_NAMES  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
 validate(
@@ -24,6 +26,14 @@ validate(
     load_schema(Path(workflow.basedir) / "config" / "schema.yaml"),
     source=", ".join(map(str, workflow.configfiles)) or "config",
 )
+
+
+# On a Slurm run, stop before the first submission when Slurm cannot take jobs (no client
+# commands, a controller that does not answer), with one message naming the fix.
+onstart:
+    if getattr(workflow.executor_plugin, "name", None) == "slurm":
+        require_cluster()
+
 
 CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
@@ -41,6 +51,12 @@ wildcard_constraints:
     shard=r"\d+",
     nodes=r"\d+",
     policy="|".join(POLICIES),
+
+
+def gpus(wildcards):
+    """GPUs a fit asks the cluster for: one for a torch policy when the config trains on cuda."""
+    cuda = str(config["policies"].get("device", "cpu")).startswith("cuda")
+    return int(cuda and wildcards.policy in TORCH_POLICY_NAMES)
 
 
 def cluster_cfg(wildcards):

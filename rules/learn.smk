@@ -14,6 +14,8 @@ rule fit_policy:
     conda:
         "../envs/learn.yaml"
     threads: lambda w: 2 if w.policy in ("rf", "rf_tuned", "xgb", "xgb_tuned") else 1
+    resources:
+        gpu=gpus,
     params:
         samples=lambda w: f"results/{w.cluster}/{w.mode}/samples",
         seed=config["seed"],

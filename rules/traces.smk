@@ -19,6 +19,11 @@ rule synth_trace:
         " --days {params.days} --out {output.trace} > {log} 2>&1"
 
 
+# Downloads run where Snakemake runs: compute nodes of a cluster often have no internet.
+localrules:
+    fetch_trace,
+
+
 rule fetch_trace:
     output:
         trace="results/{cluster}/raw/{file}.log",

@@ -2,6 +2,7 @@
 of the whole DAG on the tiny config."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -120,3 +121,19 @@ def test_report_rule_passes_all_clusters_to_papermill():
     res = snakemake("-n", "-p", "--forceall", "results/report.md")
     assert res.returncode == 0, res.stdout + res.stderr
     assert "-p clusters frontera,longhorn,ls6" in res.stdout
+
+
+def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
+    # the Slurm plugin turns the `gpu` resource into --gpus=N (profiles/slurm)
+    for device, want in (("cpu", set()), ("cuda", {"dqn", "dqn_tuned", "pg", "pg_tuned"}),
+                         ("cuda:1", {"dqn", "dqn_tuned", "pg", "pg_tuned"})):
+        cfg = tmp_path / f"{device}.yaml"
+        cfg.write_text((REPO / "config" / "tiny.yaml").read_text().replace("device: cpu", f"device: {device}"))
+        res = snakemake("-n", "--forceall", "-d", str(tmp_path / "w"), "--configfile", str(cfg))
+        assert res.returncode == 0, res.stdout + res.stderr
+        gpu_fits = set()
+        for job in re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout):
+            if "gpu=1" in job:
+                assert "rule fit_policy:" in job
+                gpu_fits.add(job.split("policy=")[1].split()[0].rstrip(","))
+        assert gpu_fits == want, device

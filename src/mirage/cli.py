@@ -188,6 +188,7 @@ def _register_stages(sub, bsub) -> None:
     from mirage import report
     from mirage.evaluate import cli as evaluate_cli
     from mirage.evaluate import expected
+    from mirage.live import cli as live_cli
     from mirage.policies import cli as policies_cli
     from mirage.samples import bench as samples_bench
     from mirage.samples import cli as samples_cli
@@ -201,6 +202,7 @@ def _register_stages(sub, bsub) -> None:
     evaluate_cli.register(sub)
     expected.register(sub)
     report.register(sub)
+    live_cli.register(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

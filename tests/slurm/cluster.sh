@@ -6,6 +6,8 @@
 #   bash tests/slurm/cluster.sh down    cancel every job, wait, stop only the daemons started here
 #   bash tests/slurm/cluster.sh env     print the environment a client needs (eval "$(... env)")
 #   bash tests/slurm/cluster.sh status  the daemons and the node, one line each
+#   bash tests/slurm/cluster.sh stop D  stop one daemon (slurmctld, slurmd, slurmdbd): an outage
+#                                       for tests; `up` starts it again
 #
 # Debian 12 (bookworm) packages of Slurm 22.05 (munge, slurmctld, slurmd, slurm-client, slurmdbd,
 # mariadb-server), run as root, no systemd, no cgroups. Everything lives under $MIRAGE_SLURM_DIR:
@@ -403,7 +405,12 @@ up) up ;;
 down) down ;;
 env) env_lines ;;
 status) status ;;
+stop)
+    case "${2:-}" in
+    slurmctld | slurmd | slurmdbd) stop_pidfile "$RUN/$2.pid" "$2" ;;
+    *) echo "usage: bash tests/slurm/cluster.sh stop slurmctld|slurmd|slurmdbd" >&2; exit 2 ;;
+    esac ;;
 *)
-    echo "usage: bash tests/slurm/cluster.sh up|down|env|status   (settings: see the head of this file)" >&2
+    echo "usage: bash tests/slurm/cluster.sh up|down|env|status|stop DAEMON   (settings: see the head of this file)" >&2
     exit 2 ;;
 esac

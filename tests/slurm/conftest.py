@@ -63,6 +63,14 @@ class Cluster:
                 raise AssertionError(f"jobs still queued after {timeout} s: {self.squeue()}")
             time.sleep(1)
 
+    def stop(self, daemon: str) -> None:
+        """An outage: stop one daemon (slurmctld, slurmd, slurmdbd); `start` ends it."""
+        subprocess.run(["bash", str(CLUSTER_SH), "stop", daemon], check=True, capture_output=True)
+
+    def start(self) -> None:
+        res = subprocess.run(["bash", str(CLUSTER_SH), "up"], capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+
     def profile(self, dest: Path) -> Path:
         """A copy of profiles/slurm with tests/slurm/overlay.yaml merged in: the test cluster's
         partition and account, nothing else."""

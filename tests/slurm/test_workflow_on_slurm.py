@@ -24,8 +24,8 @@ RUN_ID = re.compile(r"SLURM run ID: (\S+)")
 def _start(cluster, workdir: Path, profile: Path, *args: str) -> tuple[subprocess.Popen, Path]:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "snakemake.out"
-    proc = subprocess.Popen([*SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
-                             "--workflow-profile", str(profile), "--configfile", str(TINY), *args],
+    proc = subprocess.Popen([*SNAKEMAKE, *args, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+                             "--workflow-profile", str(profile), "--configfile", str(TINY)],
                             cwd=REPO, env=cluster.env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     return proc, log
 
@@ -47,14 +47,14 @@ def _rule(comment: str) -> str:
 
 def _dag_jobs(workdir: Path, *args: str) -> collections.Counter:
     """Jobs per rule of the DAG that is still to run, from Snakemake's own dry run."""
-    res = snakemake("-n", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(TINY), *args)
+    res = snakemake(*args, "-n", "-s", str(REPO / "Snakefile"), "-d", str(workdir), "--configfile", str(TINY))
     assert res.returncode == 0, res.stdout + res.stderr
-    table = res.stdout.split("Job stats:", 1)[1]
+    table = res.stdout.split("Job stats:", 1)[1].split("\n\n", 1)[0]
     counts = collections.Counter()
-    for line in table.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
-            counts[parts[0]] = int(parts[1])
+    for line in table.splitlines()[3:]:  # after "job count" and the dashes
+        rule, n = line.split()
+        if rule != "total":
+            counts[rule] = int(n)
     return counts
 
 

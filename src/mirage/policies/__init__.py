@@ -10,7 +10,10 @@ _EXPORTS = {
     "SampleSet": "data", "cost": "data",
     "POLICIES": "registry", "load_policy": "registry", "make_policy": "registry", "save_policy": "registry",
 }
-__all__ = sorted(_EXPORTS)
+#: The policies that train a torch network (and so can use a GPU). Here rather than only in the
+#: registry so that the workflow reads it without importing torch.
+TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned"})
+__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES"])
 
 
 def __getattr__(name):

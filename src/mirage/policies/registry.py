@@ -6,6 +6,7 @@ from pathlib import Path
 
 import joblib
 
+from mirage.policies import TORCH_POLICY_NAMES
 from mirage.policies.base import Policy
 from mirage.policies.baselines import Average, FixedLead, PlanLead, Reactive
 from mirage.policies.dqn import DQN
@@ -35,6 +36,7 @@ _FACTORIES = {
 POLICIES: tuple[str, ...] = tuple(_FACTORIES)
 TORCH_POLICIES = {"dqn": DQN, "dqn_tuned": DQN, "pg": PolicyGradient,
                   "pg_tuned": PolicyGradient}
+assert set(TORCH_POLICIES) == TORCH_POLICY_NAMES, "mirage.policies.TORCH_POLICY_NAMES is out of date"
 
 
 def make_policy(name: str, **params) -> Policy:
