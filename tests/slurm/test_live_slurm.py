@@ -54,7 +54,8 @@ def test_commands_retry_through_a_controller_restart(slurm_cluster):
     lines = []
     slurm = Slurm(env=c.env, retries=6, backoff=1, timeout=20, log=lines.append)
     c.stop("slurmctld")
-    restart = threading.Timer(4, c.start)
+    # squeue itself waits about 9 s for a controller before it gives up
+    restart = threading.Timer(12, c.start)
     restart.start()
     try:
         out = slurm.run("squeue", "-h", "-o", "%i")

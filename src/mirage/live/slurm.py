@@ -83,8 +83,9 @@ class Slurm:
             else:
                 if proc.returncode == 0:
                     return proc.stdout
-                problem = (proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}")
-                problem = " ".join(problem.split())
+                text = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
+                # scontrol ping frames its DOWN line with a banner of asterisks
+                problem = " ".join(" ".join(ln for ln in text.splitlines() if not ln.startswith("*")).split())
             transient = any(t in problem.lower() for t in TRANSIENT)
             if not transient or attempt == attempts:
                 hint = ("the controller (slurmctld) does not answer: check `scontrol ping`, wait for it "
