@@ -48,3 +48,29 @@ def test_profile_json_and_figure(tmp_path):
     profile = json.loads((tmp_path / "p.json").read_text())
     assert profile["trace"]["jobs"] == 3 and profile["difference"]["jobs"]["abs"] == 0
     assert (tmp_path / "p.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_slurm_check_without_slurm_names_the_fix(tmp_path):
+    # a machine with Python but no Slurm client commands on PATH
+    res = subprocess.run([sys.executable, "-m", "mirage", "slurm", "check"], capture_output=True,
+                         text=True, env={"PATH": str(tmp_path), "HOME": str(tmp_path)})
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "FAIL client commands: sbatch, squeue, scancel, scontrol, sinfo not on PATH" in res.stdout
+    assert "Fix:" in res.stdout and res.stderr.startswith("mirage: error: ")
+
+
+def test_workflow_on_slurm_without_slurm_stops_before_it_submits(tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for tool in ("bash", "sh", "which", "env"):  # a machine without Slurm, not without a shell
+        (bin_dir / tool).symlink_to(f"/usr/bin/{tool}")
+    from paths import REPO
+
+    res = subprocess.run([sys.executable, "-m", "snakemake", "-s", str(REPO / "Snakefile"),
+                          "-d", str(tmp_path / "w"), "--workflow-profile", str(REPO / "profiles" / "slurm"),
+                          "--configfile", str(REPO / "config" / "tiny.yaml")],
+                         capture_output=True, text=True, env={"PATH": str(bin_dir), "HOME": str(tmp_path)},
+                         timeout=300)
+    text = res.stdout + res.stderr
+    assert res.returncode != 0
+    assert "nothing was submitted" in text and "sbatch" in text and "Fix:" in text, text[-3000:]
