@@ -203,6 +203,7 @@ def _register_stages(sub, bsub) -> None:
     expected.register(sub)
     report.register(sub)
     live_cli.register(sub)
+    live_cli.register_provision(sub)
 
 
 def main(argv: list[str] | None = None) -> int:

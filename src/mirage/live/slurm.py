@@ -66,8 +66,9 @@ class Slurm:
         path = (self.env or os.environ).get("PATH", os.defpath)
         return shutil.which(command, path=path)
 
-    def run(self, *args: str, retry: bool = True, input: str | None = None) -> str:
-        """stdout of ``args``; SlurmError when it is missing or fails for good."""
+    def run(self, *args: str, retry: bool = True, input: str | None = None, with_stderr: bool = False) -> str:
+        """stdout of ``args`` (and its stderr after it, ``with_stderr``: ``sbatch --test-only``
+        answers there); SlurmError when it is missing or fails for good."""
         if self.which(args[0]) is None:
             raise SlurmError(f"`{args[0]}` is not on PATH, so this machine cannot talk to Slurm. "
                              f"Fix: {CLIENT_FIX}")
@@ -82,7 +83,7 @@ class Slurm:
                 problem = f"timed out after {self.timeout:g} s"
             else:
                 if proc.returncode == 0:
-                    return proc.stdout
+                    return proc.stdout + (proc.stderr if with_stderr else "")
                 text = proc.stderr.strip() or proc.stdout.strip() or f"exit status {proc.returncode}"
                 # scontrol ping frames its DOWN line with a banner of asterisks
                 problem = " ".join(" ".join(ln for ln in text.splitlines() if not ln.startswith("*")).split())

@@ -18,15 +18,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mirage.features.engineered import engineered
 from mirage.features.state import HISTORY_STEPS, N_STATE, STEP_S, state_vector
+from mirage.features.view import MAX_WAIT_S, ClusterView, point_features
 from mirage.sim import SERVICE_USER, JobTable, Simulator, warm_start
 from mirage.sim.plan import planned_start
 from mirage.sim.whatif import what_if
 
 CHAIN_LIMIT_MIN = 2880
 WARMUP_S = 2 * 86400
-MAX_WAIT_S = 30 * 86400
 STARTED_KEPT = 300  # recently started jobs handed to the features (the last 100 + a day's worth)
 
 
@@ -79,16 +78,15 @@ class _Observer:
         idx = idx[np.argsort(ts[idx], kind="stable")]
         return np.column_stack([self.submit[idx], ts[idx], self.table.nodes[idx], self.table.limit[idx]])
 
-    def observe(self, now: int, pred: tuple | None) -> tuple[np.ndarray, dict]:
-        """The 42-number state and the engineered features at ``now``."""
+    def observe(self, now: int, pred: tuple) -> tuple[np.ndarray, dict]:
+        """The 42-number state and the decision point's pred_* and f_* columns at ``now``."""
         pending, running = self.queues()
         vec = self._state(now, pred, pending, running)
-        feats = engineered(
-            now, capacity=self.sim.cap, pending=pending, running=running, started=self.started(now),
-            chain_nodes=self.chain_nodes, pred=pred,
-        )
-        feats.update(self.plan(now))
-        return vec, feats
+        plan_start, ahead = planned_start(self.sim, self.chain_nodes, CHAIN_LIMIT_MIN * 60)
+        view = ClusterView(now=now, capacity=self.sim.cap, pending=pending, running=running,
+                           started=self.started(now), chain_nodes=self.chain_nodes, pred=pred,
+                           plan_start=plan_start, plan_ahead_node_s=ahead)
+        return vec, point_features(view)
 
     def state(self, now: int) -> np.ndarray:
         """The 42-number state alone (the history before the predecessor's submission)."""
@@ -105,24 +103,6 @@ class _Observer:
                 (now - start) / 3600 if running_now else 0.0,
             )
         return state_vector(now, pending, running, pred_tuple, self.succ)
-
-    def plan(self, now: int) -> dict[str, float]:
-        """What ``sbatch --test-only`` would say of the successor submitted now."""
-        start, ahead = planned_start(self.sim, self.chain_nodes, CHAIN_LIMIT_MIN * 60)
-        wait = MAX_WAIT_S if start is None else start - now
-        return {"f_plan_wait_h": wait / 3600, "f_plan_ahead_node_hours": ahead / 3600}
-
-
-def pred_columns(t: int, t_pred: int, start: int, limit_s: int) -> dict:
-    """What the service knows of its own predecessor at time ``t`` (start < 0: still pending)."""
-    running = 0 <= start <= t
-    return {
-        "pred_running": running,
-        "pred_elapsed_h": (t - start) / 3600 if running else 0.0,
-        "pred_wait_h": ((start if running else t) - t_pred) / 3600,
-        "pred_remaining_h": (start + limit_s - t) / 3600 if running else float("nan"),
-    }
-
 
 class Episode:
     """One predecessor's life in a warm-started simulation, stepped decision point by point.
@@ -161,8 +141,7 @@ class Episode:
             start = self.pred_start()
             vec, feats = self.obs.observe(t, (self.t_pred, start, self.limit_s))
             self.history.append(vec)
-            row = {"sample_id": self.spec.sample_id, "k": k, "t": pd.Timestamp(t, unit="s"),
-                   **pred_columns(t, self.t_pred, start, self.limit_s), **feats}
+            row = {"sample_id": self.spec.sample_id, "k": k, "t": pd.Timestamp(t, unit="s"), **feats}
             yield t, row
             if start >= 0 and t >= start + self.limit_s:
                 return  # that was the predecessor's end: the reactive point
