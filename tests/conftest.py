@@ -1,6 +1,11 @@
 import pytest
 from paths import LS6
 from runs import run_tiny
+from slurm_cluster import mark_slurm_tests, slurm_cluster  # noqa: F401 (the session fixture)
+
+
+def pytest_collection_modifyitems(items):
+    mark_slurm_tests(items)
 
 
 @pytest.fixture

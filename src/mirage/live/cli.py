@@ -1,4 +1,5 @@
-"""`mirage slurm check`: can this machine submit to a working Slurm?"""
+"""`mirage slurm check` (can this machine submit to a working Slurm?) and `mirage provision`
+(run, status, stop: keep a chained service running)."""
 
 from __future__ import annotations
 
@@ -65,7 +66,6 @@ def _provision_run(args) -> None:
     from pathlib import Path
 
     from mirage.live.provision import ChainSpec, ProvisionError, Provisioner, load_policy_spec
-    from mirage.live.slurm import Slurm
 
     script = Path(args.script)
     if not script.is_file():
@@ -75,8 +75,7 @@ def _provision_run(args) -> None:
                      account=args.account, unit=args.unit, time_scale=args.time_scale,
                      on_failure=args.on_failure, sbatch_args=list(args.sbatch_arg or []))
     policy = load_policy_spec(args.policy, _params(args.policy_param))
-    prov = Provisioner(spec, args.state_dir, policy, slurm=Slurm(), interval_s=_duration_s(args.interval),
-                       log=print)
+    prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print)
     if args.dry_run:
         from mirage.live.observe import LiveObserver
 
@@ -92,7 +91,11 @@ def _provision_run(args) -> None:
         finally:
             prov.dir.unlock()
         return
-    print(json.dumps(prov.run(), indent=1))
+    result = prov.run()
+    print(json.dumps(result, indent=1))
+    if result["state"] != "done":
+        raise ProvisionError(f"chain {result['chain_id']} did not finish: {result['state']}. Fix: see "
+                             f"{args.state_dir}/provision.log; run the same command again to go on")
 
 
 def _provision_status(args) -> None:

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import secrets
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -33,6 +34,9 @@ NORMAL_END = {"COMPLETED", "TIMEOUT"}
 TERMINAL = NORMAL_END | {"FAILED", "CANCELLED", "NODE_FAIL", "PREEMPTED", "OUT_OF_MEMORY", "BOOT_FAIL",
                          "DEADLINE", "REVOKED", "SPECIAL_EXIT"}
 STATE_VERSION = 1
+#: Fault injection for the tests: ``after-sbatch:K`` kills the provisioner (SIGKILL) right
+#: after sbatch accepted link K and before the state records it, the hardest moment to die.
+FAILPOINT = "MIRAGE_PROVISION_FAILPOINT"
 
 
 class ProvisionError(MirageError):
@@ -148,7 +152,7 @@ class Provisioner:
         self.spec = spec
         self.dir = StateDir(state_dir)
         self.policy = policy
-        self.slurm = slurm or Slurm()
+        self.slurm = slurm or Slurm(log=self.log)  # retries go to provision.log too
         self.interval_s = interval_s
         self._log = log
         self.sleep = sleep
@@ -181,6 +185,14 @@ class Provisioner:
                                  "another --state-dir for a new chain")
         self.state = state
         self.log(f"chain {state['chain_id']}: resumed ({len(state['links'])} links submitted)")
+        if state["stopped"]:
+            # started again by hand: go on, past the failed link that stopped it
+            self.log(f"chain {state['chain_id']}: was stopped ({state['stopped']}); going on")
+            state["stopped"] = None
+            state.setdefault("failures_passed", []).extend(r["link"] for r in state["links"]
+                                                           if r["state"] in TERMINAL - NORMAL_END)
+            self.dir.stop_file.unlink(missing_ok=True)
+            self.save()
 
     def save(self) -> None:
         self.dir.save(self.state)
@@ -224,7 +236,10 @@ class Provisioner:
     def _sbatch(self, link: int, reason: str) -> str:
         s = self.spec
         size = ["-n", str(s.nodes)] if s.unit == "cpus" else ["-N", str(s.nodes)]
-        args = ["sbatch", "--parsable", f"--job-name={self.name(link)}",
+        pred = next((r["job_id"] for r in self.state["links"] if r["link"] == link - 1), None)
+        env = (f"--export=ALL,MIRAGE_CHAIN_ID={self.state['chain_id']},MIRAGE_LINK={link},"
+               f"MIRAGE_PREDECESSOR_JOB={pred or ''}")
+        args = ["sbatch", "--parsable", f"--job-name={self.name(link)}", env,
                 f"--comment=mirage chain={self.state['chain_id']} link={link}/{s.links} reason={reason}",
                 *size, f"--time={s.time_min}", f"--output={self.dir.path}/link-{link}-%j.out",
                 *([f"--partition={s.partition}"] if s.partition else []),
@@ -241,6 +256,8 @@ class Provisioner:
 
     def _submit(self, rec: dict) -> None:
         job_id = self._sbatch(rec["link"], rec["reason"])
+        if os.environ.get(FAILPOINT) == f"after-sbatch:{rec['link']}":
+            os.kill(os.getpid(), signal.SIGKILL)
         rec.update(job_id=job_id, submitted=now_s(), state="PENDING")
         self.save()
         self.log(f"link {rec['link']}: submitted job {job_id} ({rec['reason']})")
@@ -312,7 +329,8 @@ class Provisioner:
             return "submit link 1"
         last = links[-1]
         if last["state"] in TERMINAL:
-            if last["state"] not in NORMAL_END and self.spec.on_failure == "stop":
+            failed = last["state"] not in NORMAL_END and last["link"] not in self.state.get("failures_passed", [])
+            if failed and self.spec.on_failure == "stop":
                 self.state["stopped"] = f"link {last['link']} ended {last['state']}"
                 self.save()
                 return f"stop: {self.state['stopped']}"
@@ -356,7 +374,15 @@ class Provisioner:
                 if self.dir.stop_file.exists() and not self.state["stopped"]:
                     self.state["stopped"] = self.dir.stop_file.read_text().strip() or "stopped"
                     self.save()
-                did = self.step(observer)
+                try:
+                    did = self.step(observer)
+                except SlurmError as exc:
+                    if not exc.transient:
+                        raise
+                    # the controller is away for longer than the retries wait: the state is
+                    # saved, so the next step picks up where this one failed
+                    self.log(f"step failed, next try in {self.interval_s:g} s: {exc}")
+                    did = "wait"
                 if did == "done" or did.startswith("stop"):
                     break
                 self.sleep(self.interval_s)

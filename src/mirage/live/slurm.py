@@ -42,7 +42,12 @@ CLIENT_FIX = ("run this where Slurm's client commands work (a login node of the 
 
 
 class SlurmError(MirageError):
-    """A Slurm command is missing, or failed, or kept failing after its retries."""
+    """A Slurm command is missing, or failed, or kept failing after its retries. ``transient``:
+    it failed as a controller that does not answer fails (worth trying again later)."""
+
+    def __init__(self, message: str, transient: bool = False):
+        super().__init__(message)
+        self.transient = transient
 
 
 def _stderr(message: str) -> None:
@@ -91,7 +96,8 @@ class Slurm:
             if not transient or attempt == attempts:
                 hint = ("the controller (slurmctld) does not answer: check `scontrol ping`, wait for it "
                         "or ask the cluster's admins" if transient else "see Slurm's message")
-                raise SlurmError(f"`{shown}` failed after {attempt} attempt(s): {problem}. Fix: {hint}")
+                raise SlurmError(f"`{shown}` failed after {attempt} attempt(s): {problem}. Fix: {hint}",
+                                 transient=transient)
             self.log(f"mirage: `{shown}` failed ({problem}); retry {attempt}/{attempts - 1} in {pause:g} s")
             self.sleep(pause)
             pause = min(pause * 2, self.max_backoff)

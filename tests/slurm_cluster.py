@@ -1,6 +1,7 @@
-"""The live Slurm test cluster (tests/slurm/cluster.sh) as a session fixture.
+"""The live Slurm test cluster (tests/slurm/cluster.sh) as a session fixture (a plain module
+like paths.py; tests/conftest.py registers the fixture and the marker).
 
-Every test here carries the `slurm` marker. Where the cluster cannot come up (not root, no
+Every test in tests/slurm and tests/provision carries the `slurm` marker. Where the cluster cannot come up (not root, no
 package manager, the daemons fail) the tests skip with the reason, except under CI=true, where
 that is a failure: CI proves the Slurm side, it never skips it."""
 
@@ -21,10 +22,12 @@ OVERLAY = REPO / "tests" / "slurm" / "overlay.yaml"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 
 
-def pytest_collection_modifyitems(items):
-    here = Path(__file__).parent
+SLURM_DIRS = (REPO / "tests" / "slurm", REPO / "tests" / "provision")
+
+
+def mark_slurm_tests(items) -> None:
     for item in items:
-        if here in Path(item.fspath).parents:
+        if any(d in Path(item.fspath).parents for d in SLURM_DIRS):
             item.add_marker(pytest.mark.slurm)
 
 
