@@ -87,7 +87,7 @@ def _provision_run(args) -> None:
             observer = LiveObserver(prov.slurm, chain_nodes=spec.nodes, limit_min=spec.time_min,
                                     partition=spec.partition, account=spec.account, unit=spec.unit,
                                     time_scale=spec.time_scale, origin=prov.state["created"])
-            print(f"dry run, nothing submitted: would {prov.act(observer, dry_run=True)}")
+            print(f"dry run, nothing submitted; the next step: {prov.act(observer, dry_run=True)}")
         finally:
             prov.dir.unlock()
         return
