@@ -244,7 +244,8 @@ class Provisioner:
                 *size, f"--time={s.time_min}", f"--output={self.dir.path}/link-{link}-%j.out",
                 *([f"--partition={s.partition}"] if s.partition else []),
                 *([f"--account={s.account}"] if s.account else []), *s.sbatch_args, s.script]
-        return self.slurm.run(*args).strip().split(";")[0]
+        # no blind retry: a timed-out sbatch may have got through (see _submit)
+        return self.slurm.run(*args, retry=False).strip().split(";")[0]
 
     # ---- the chain -------------------------------------------------------------------------
     def submit(self, link: int, reason: str) -> None:
@@ -255,7 +256,16 @@ class Provisioner:
         self._submit(rec)
 
     def _submit(self, rec: dict) -> None:
-        job_id = self._sbatch(rec["link"], rec["reason"])
+        try:
+            job_id = self._sbatch(rec["link"], rec["reason"])
+        except SlurmError as exc:
+            if not exc.transient:
+                raise
+            # sbatch failed as a busy controller fails: it may have got the job in all the same
+            ids = self._find(rec["name"])
+            if not ids:
+                raise  # the next step looks again (the intent is saved) and submits if still absent
+            job_id = ids[0]
         if os.environ.get(FAILPOINT) == f"after-sbatch:{rec['link']}":
             os.kill(os.getpid(), signal.SIGKILL)
         rec.update(job_id=job_id, submitted=now_s(), state="PENDING")
