@@ -103,15 +103,12 @@ class LiveObserver:
         found = _TEST_ONLY.search(out)
         return epoch(found.group(1)) if found else None
 
-    def view(self, pred_submit: int, pred_start: int | None, own: set[str] = frozenset(),
-             now: int | None = None) -> ClusterView:
-        """The cluster at ``now`` as the policy sees it, the service's own jobs (``own``) left
-        out of the queues: the predecessor is described by ``pred_*``, as in the samples."""
+    def view(self, pred_submit: int, pred_start: int | None, now: int | None = None) -> ClusterView:
+        """The cluster at ``now`` as the policy sees it. The predecessor is one of the running
+        jobs here as in the samples' simulations, and is described by ``pred_*`` besides."""
         now = now_s() if now is None else now
         pending, running = [], []
         for j in self.jobs():
-            if j["id"] in own:
-                continue
             size = int(j["cpus"] if self.unit == "cpus" else j["nodes"])
             submit, lim = epoch(j["submit"]), limit_s(j["limit"])
             if j["state"] == "PENDING":

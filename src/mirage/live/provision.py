@@ -356,7 +356,7 @@ class Provisioner:
         from mirage.features.view import point_features
         from mirage.policies.base import Observation
 
-        row = point_features(observer.view(last["submitted"], last["start"], own={last["job_id"]}))
+        row = point_features(observer.view(last["submitted"], last["start"]))
         if self.policy.decide(Observation(row)):
             if not dry_run:
                 self.submit(last["link"] + 1, "policy")

@@ -49,15 +49,17 @@ def sample_starts(window_start, window_end, *, every_hours: float, horizon_days:
     return list(pd.date_range(lo, hi, freq=pd.Timedelta(hours=every_hours), inclusive="left"))
 
 
-class _Observer:
-    """Reads what a policy may see off a running simulation."""
+class SimObserver:
+    """Reads what a policy may see off a running simulation: the simulator's producer of
+    mirage.features.view.ClusterView (the predecessor is one of the running jobs, as live)."""
 
-    def __init__(self, sim: Simulator, chain_nodes: int):
+    def __init__(self, sim: Simulator, chain_nodes: int, limit_min: int = CHAIN_LIMIT_MIN):
         self.sim = sim
         self.table: JobTable = sim.table
         self.chain_nodes = chain_nodes
         self.submit = self.table.submit
-        self.succ = (CHAIN_LIMIT_MIN / 60, chain_nodes, 0.0, 0.0)
+        self.limit_min = limit_min
+        self.succ = (limit_min / 60, chain_nodes, 0.0, 0.0)
 
     def _submit_of(self, jid: int) -> int:
         return int(self.submit[jid]) if jid < self.table.n else int(self.sim.extra[jid][0])
@@ -78,15 +80,20 @@ class _Observer:
         idx = idx[np.argsort(ts[idx], kind="stable")]
         return np.column_stack([self.submit[idx], ts[idx], self.table.nodes[idx], self.table.limit[idx]])
 
+    def view(self, now: int, pred: tuple, pending=None, running=None) -> ClusterView:
+        """The simulator's ClusterView at ``now`` (mirage.live.observe is the live one)."""
+        if pending is None:
+            pending, running = self.queues()
+        plan_start, ahead = planned_start(self.sim, self.chain_nodes, self.limit_min * 60)
+        return ClusterView(now=now, capacity=self.sim.cap, pending=pending, running=running,
+                           started=self.started(now), chain_nodes=self.chain_nodes, pred=pred,
+                           plan_start=plan_start, plan_ahead_node_s=ahead)
+
     def observe(self, now: int, pred: tuple) -> tuple[np.ndarray, dict]:
         """The 42-number state and the decision point's pred_* and f_* columns at ``now``."""
         pending, running = self.queues()
         vec = self._state(now, pred, pending, running)
-        plan_start, ahead = planned_start(self.sim, self.chain_nodes, CHAIN_LIMIT_MIN * 60)
-        view = ClusterView(now=now, capacity=self.sim.cap, pending=pending, running=running,
-                           started=self.started(now), chain_nodes=self.chain_nodes, pred=pred,
-                           plan_start=plan_start, plan_ahead_node_s=ahead)
-        return vec, point_features(view)
+        return vec, point_features(self.view(now, pred, pending, running))
 
     def state(self, now: int) -> np.ndarray:
         """The 42-number state alone (the history before the predecessor's submission)."""
@@ -119,7 +126,7 @@ class Episode:
         t0 = int(spec.start.value // 10**9)
         self.t_pred = t0 + WARMUP_S
         self.sim = warm_start(table, profile, t0, record=True)
-        self.obs = _Observer(self.sim, spec.chain_nodes)
+        self.obs = SimObserver(self.sim, spec.chain_nodes)
         self.history: list[np.ndarray] = []
         # 143 steps of history before the predecessor's submission; point 0 adds the 144th
         for t in range(self.t_pred - (HISTORY_STEPS - 1) * step_s, self.t_pred, step_s):
