@@ -59,7 +59,11 @@ def test_idle_cluster_kills_and_a_controller_restart(slurm_cluster, tmp_path):
                              "--nodes", "1", "--time", "1", *policy, "--state-dir", str(state)],
                             env=c.env, capture_output=True, text=True, timeout=60)
     assert second.returncode == 2 and "in use by a running provisioner" in second.stderr
-    # then killed at random moments, and the controller restarted mid-chain
+    # the controller restarted mid-chain (while links 1 and 2 run), then the provisioner
+    # killed at random moments
+    c.stop("slurmctld")
+    time.sleep(15)
+    c.start()
     rng = random.Random(11)
     for _ in range(3):
         time.sleep(rng.uniform(3, 15))
@@ -68,9 +72,6 @@ def test_idle_cluster_kills_and_a_controller_restart(slurm_cluster, tmp_path):
         proc.kill()
         proc.wait()
         proc = _provision(c, state, policy, links=3)
-    c.stop("slurmctld")
-    time.sleep(15)
-    c.start()
     assert proc.wait(timeout=400) == 0, (tmp_path / "chain.out").read_text()[-3000:]
 
     jobs = _chain_jobs(c, state)
