@@ -114,5 +114,8 @@ def slurm_cluster() -> Cluster:
         jobs = [row[0] for row in cluster.squeue()]
         if jobs:
             cluster.run("scancel", *jobs, check=False)
-    else:
-        subprocess.run(["bash", str(CLUSTER_SH), "down"], capture_output=True, text=True, timeout=300)
+    else:  # ours: every daemon it started goes, as on a fresh CI machine
+        down = subprocess.run(["bash", str(CLUSTER_SH), "down"], capture_output=True, text=True, timeout=300)
+        assert down.returncode == 0, f"tests/slurm/cluster.sh down failed:\n{down.stderr}"
+        status = subprocess.run(["bash", str(CLUSTER_SH), "status"], capture_output=True, text=True).stdout
+        assert " running" not in status, status

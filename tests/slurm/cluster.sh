@@ -370,7 +370,7 @@ down() {
         fi
         # slurmstepd outlives slurmd: kill what slurmd itself reports as job processes
         if alive "$RUN/slurmd.pid" slurmd; then
-            left=$(scontrol listpids 2>/dev/null | awk 'NR>1 && $1 ~ /^[0-9]+$/ {print $1}')
+            left=$(scontrol listpids 2>/dev/null | awk 'NR>1 && $1 ~ /^[0-9]+$/ {print $1}' || true)
             # shellcheck disable=SC2086
             [ -z "$left" ] || { log "killing leftover job processes: $(echo $left)"; kill -KILL $left 2>/dev/null || true; }
         fi
