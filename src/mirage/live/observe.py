@@ -58,6 +58,8 @@ class LiveObserver:
     unit: str = "nodes"
     time_scale: float = 1.0
     origin: int = 0
+    #: sacct's -S for the started jobs (the features look at the last day)
+    history_since: str = "now-1days"
 
     def scaled(self, t: float) -> float:
         return self.origin + (t - self.origin) * self.time_scale
@@ -79,9 +81,9 @@ class LiveObserver:
     def started(self, now: int) -> np.ndarray:
         """Jobs started in the last day (sacct); empty where there is no accounting."""
         try:
-            rows = self.slurm.table("sacct", "-a", "-X", "-n", "--parsable2", "-S", "now-1days", "-E", "now",
-                                    *self._where(), "-o", "Submit,Start,NNodes,AllocCPUS,TimelimitRaw",
-                                    fields=("submit", "start", "nodes", "cpus", "limit"), retry=False)
+            rows = self.slurm.table("sacct", "-a", "-X", "-n", "--parsable2", "-S", self.history_since,
+                                    "-E", "now", *self._where(), "-o", "JobID,Submit,Start,NNodes,AllocCPUS,TimelimitRaw",
+                                    fields=("id", "submit", "start", "nodes", "cpus", "limit"), retry=False)
         except SlurmError:
             return np.zeros((0, 4))
         out = []
@@ -90,9 +92,11 @@ class LiveObserver:
             if submit is None or start is None or start > now or not r["limit"].isdigit():
                 continue
             size = int(r["cpus"] if self.unit == "cpus" else r["nodes"])
-            out.append((submit, start, size, int(r["limit"]) * 60))
-        out.sort(key=lambda row: row[1])
-        return np.asarray(out[-STARTED_KEPT:], dtype=np.float64).reshape(-1, 4)
+            out.append((start, submit, r["id"], (submit, start, size, int(r["limit"]) * 60)))
+        # by start, ties as a job table orders them (submit, then the id as text), as the
+        # simulator's producer reads its trace
+        out.sort(key=lambda row: row[:3])
+        return np.asarray([row[3] for row in out[-STARTED_KEPT:]], dtype=np.float64).reshape(-1, 4)
 
     def plan(self) -> int | None:
         """``sbatch --test-only``: when Slurm would start the successor submitted now."""
