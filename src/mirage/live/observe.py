@@ -19,6 +19,7 @@ import pandas as pd
 
 from mirage.features.view import ClusterView
 from mirage.live.slurm import Slurm, SlurmError
+from mirage.sim.jobs import to_seconds
 from mirage.traces.fields import parse_limit_minutes
 
 STARTED_KEPT = 300  # as the samples: the last 100 starts and a day's worth
@@ -31,7 +32,7 @@ def epoch(text: str | None) -> int | None:
     ``Unknown``/``N/A``/empty."""
     if not text or not text[0].isdigit():
         return None
-    return int(pd.Timestamp(text).value // 10**9)
+    return to_seconds(text)
 
 
 def now_s() -> int:
