@@ -77,16 +77,12 @@ def _provision_run(args) -> None:
     policy = load_policy_spec(args.policy, _params(args.policy_param))
     prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print)
     if args.dry_run:
-        from mirage.live.observe import LiveObserver
-
         prov.dir.lock()
         try:
             state = prov.dir.load()
             prov.state = state or {"chain_id": "dry-run", "links": [], "handovers": [], "done": False,
                                    "stopped": None, "created": 0}
-            observer = LiveObserver(prov.slurm, chain_nodes=spec.nodes, limit_min=spec.time_min,
-                                    partition=spec.partition, account=spec.account, unit=spec.unit,
-                                    time_scale=spec.time_scale, origin=prov.state["created"])
+            observer = prov.observer()
             print(f"dry run, nothing submitted; the next step: {prov.act(observer, dry_run=True)}")
         finally:
             prov.dir.unlock()

@@ -197,6 +197,13 @@ class Provisioner:
     def save(self) -> None:
         self.dir.save(self.state)
 
+    def observer(self) -> LiveObserver:
+        """The live view of the chain's partition, in the chain's sizes and time scale."""
+        s = self.spec
+        return LiveObserver(self.slurm, chain_nodes=s.nodes, limit_min=s.time_min, partition=s.partition,
+                            account=s.account, unit=s.unit, time_scale=s.time_scale,
+                            origin=self.state["created"])
+
     def name(self, link: int) -> str:
         return f"mirage-{self.state['chain_id']}-{link}"
 
@@ -376,10 +383,7 @@ class Provisioner:
         self.dir.lock()
         try:
             self.open()
-            s = self.spec
-            observer = LiveObserver(self.slurm, chain_nodes=s.nodes, limit_min=s.time_min, partition=s.partition,
-                                    account=s.account, unit=s.unit, time_scale=s.time_scale,
-                                    origin=self.state["created"])
+            observer = self.observer()
             while True:
                 if self.dir.stop_file.exists() and not self.state["stopped"]:
                     self.state["stopped"] = self.dir.stop_file.read_text().strip() or "stopped"
