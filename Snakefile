@@ -1,3 +1,5 @@
+import os
+
 # Mirage: learning when to resubmit a long-running service on a batch GPU cluster.
 #
 #   raw traces -> clean -> train/validation split -> (samples -> features -> models ->
@@ -8,11 +10,14 @@
 # config (validated against config/schema.yaml); threads and resources in the rules/profiles.
 
 
-# A --configfile replaces the default rather than being merged into it, so a config naming one
-# cluster runs that cluster only.
-if not config:
+# Every config layers on the shared science defaults; a --configfile names its own clusters, so
+# a config naming one cluster runs that cluster only. Without one: the offline default.
+configfile: os.path.join(workflow.basedir, "config", "defaults.yaml")
 
-    configfile: "config/config.yaml"
+
+if "clusters" not in config:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 
 
 include: "rules/common.smk"
@@ -20,7 +25,12 @@ include: "rules/traces.smk"
 include: "rules/sim.smk"
 include: "rules/samples.smk"
 include: "rules/learn.smk"
+include: "rules/figures.smk"
 include: "rules/report.smk"
+
+
+# `snakemake --report results/<run>/report.html` after a run: every figure and table, captioned.
+report: "report/workflow.rst"
 
 
 rule all:
@@ -30,4 +40,8 @@ rule all:
         rules.fidelity.input,
         rules.samples.input,
         rules.evaluation.input,
+        rules.figures.input,
+        rules.notebooks.input,
         rules.report.output,
+        rules.check_claims.output,
+        rules.run_config.output,

@@ -16,7 +16,8 @@ os.environ.update(
     ),
 )
 
-from mirage.config import load_schema, validate  # noqa: E402
+from mirage.config import load_schema, run_name, validate  # noqa: E402
+from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import TORCH_POLICY_NAMES  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
@@ -35,13 +36,24 @@ onstart:
         require_cluster()
 
 
+# A run writes under results/<run>/ (logs/<run>/, benchmarks/<run>/): the config's `run`, else
+# the name of the last --configfile, so runs of different configs sit side by side.
+RUN = run_name(config, (workflow.overwrite_configfiles or [None])[-1])
+R = f"results/{RUN}"
+LOGS = f"logs/{RUN}"
+BENCH = f"benchmarks/{RUN}"
 CLUSTERS = sorted(config["clusters"])
 SPLITS = ["train", "validation"]
 MODES = config["samples"]["sim_modes"]
 SHARDS = config["samples"]["shards"]
-REPORT_NOTEBOOK = str(Path(workflow.basedir) / "notebooks" / "report.ipynb")
+NOTEBOOKS = Path(workflow.basedir) / "notebooks"
+NOTEBOOK_NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 CHAIN_NODES = config["samples"]["chain_nodes"]
 POLICIES = config["policies"]["names"]
+# the torch policies are fitted one per job (a GPU each where the config trains on cuda);
+TORCH_FITS = [p for p in POLICIES if p in TORCH_POLICY_NAMES]
+# the others are fitted together, one job per cluster, mode and chain size
+BATCHED = [p for p in POLICIES if p not in TORCH_POLICY_NAMES]
 
 
 wildcard_constraints:
@@ -59,6 +71,23 @@ def gpus(wildcards):
     return int(cuda and wildcards.policy in TORCH_POLICY_NAMES)
 
 
+def code(*modules):
+    """A param that changes when the package code a rule runs changes (mirage.fingerprint)."""
+    return fingerprint(*modules)
+
+
+def sim_code(wildcards):
+    """The simulator's code and the cluster descriptions it reads (config/profiles): an edit of
+    either reruns the sample and fidelity jobs of that cluster."""
+    profiles = Path(workflow.basedir) / "config" / "profiles"
+    own = profiles / f"{wildcards.cluster}.yaml"
+    return fingerprint(
+        "mirage.samples.cli",
+        "mirage.sim.cli",
+        files=[p for p in (own, profiles / "compat.yaml") if p.exists()],
+    )
+
+
 def cluster_cfg(wildcards):
     return config["clusters"][wildcards.cluster]
 
@@ -67,9 +96,9 @@ def raw_trace(wildcards):
     """The raw trace a cluster's config asks for: synthetic, the publisher's file, or a path."""
     cfg = config["clusters"][wildcards.cluster]
     if cfg["source"] == "synthetic":
-        return f"results/{wildcards.cluster}/raw/synthetic.log"
+        return f"{R}/{wildcards.cluster}/raw/synthetic.log"
     if cfg["source"] == "fetch":
-        return f"results/{wildcards.cluster}/raw/{PUBLISHED[wildcards.cluster][0]}"
+        return f"{R}/{wildcards.cluster}/raw/{PUBLISHED[wildcards.cluster][0]}"
     return cfg["path"]
 
 

@@ -2,22 +2,59 @@
 # then evaluate all of them alike on the validation samples.
 
 
-rule fit_policy:
+rule fit_policies:
+    # the policies that fit in seconds, in one process: a process per policy would spend more
+    # starting Python and reading the samples than most of them take to fit
     input:
-        samples="results/{cluster}/{mode}/samples/summary.json",
+        samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
     output:
-        model=directory("results/{cluster}/{mode}/models/n{nodes}/{policy}"),
+        models=[
+            directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}")
+            for policy in BATCHED
+        ],
     log:
-        "logs/{cluster}/{mode}/fit_{policy}_n{nodes}.log",
+        f"{LOGS}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.log",
     benchmark:
-        "benchmarks/{cluster}/{mode}/fit_{policy}_n{nodes}.tsv"
+        f"{BENCH}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.tsv"
     conda:
         "../envs/learn.yaml"
-    threads: lambda w: 2 if w.policy in ("rf", "rf_tuned", "xgb", "xgb_tuned") else 1
+    threads: 1
+    params:
+        samples=lambda w, input: str(Path(input.samples).parent),
+        policies=" ".join(BATCHED),
+        seed=config["seed"],
+        params=json.dumps(
+            {p: config["policies"].get("params", {}).get(p, {}) for p in BATCHED}
+        ),
+        c_I=config["policies"]["costs"]["interruption"],
+        c_O=config["policies"]["costs"]["overlap"],
+        code=code("mirage.policies.cli"),
+    shell:
+        "python -m mirage fit {params.policies} --samples {params.samples}"
+        " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+        " --c-I {params.c_I} --c-O {params.c_O} --threads {threads}"
+        " --out {output.models} > {log} 2>&1"
+
+
+rule fit_policy:
+    # a torch policy, one per job (one GPU each where the config trains on cuda)
+    input:
+        samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+    output:
+        model=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{{policy}}"),
+    log:
+        f"{LOGS}/{{cluster}}/{{mode}}/fit_{{policy}}_n{{nodes}}.log",
+    benchmark:
+        f"{BENCH}/{{cluster}}/{{mode}}/fit_{{policy}}_n{{nodes}}.tsv"
+    wildcard_constraints:
+        policy="|".join(TORCH_FITS or ["-"]),
+    conda:
+        "../envs/learn.yaml"
+    threads: 1
     resources:
         gpu=gpus,
     params:
-        samples=lambda w: f"results/{w.cluster}/{w.mode}/samples",
+        samples=lambda w, input: str(Path(input.samples).parent),
         seed=config["seed"],
         params=lambda w: json.dumps(
             config["policies"].get("params", {}).get(w.policy, {})
@@ -25,6 +62,7 @@ rule fit_policy:
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
         device=config["policies"].get("device", "cpu"),
+        code=code("mirage.policies.cli"),
     shell:
         "python -m mirage fit {wildcards.policy} --samples {params.samples}"
         " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
@@ -35,41 +73,54 @@ rule fit_policy:
 rule evaluate:
     input:
         samples=expand(
-            "results/{{cluster}}/{mode}/samples/summary.json",
+            f"{R}/{{{{cluster}}}}/{{mode}}/samples/summary.json",
             mode=MODES,
         ),
         models=expand(
-            "results/{{cluster}}/{mode}/models/n{nodes}/{policy}",
+            f"{R}/{{{{cluster}}}}/{{mode}}/models/n{{nodes}}/{{policy}}",
             mode=MODES,
             nodes=CHAIN_NODES,
             policy=POLICIES,
         ),
     output:
-        table="results/{cluster}/evaluation.csv",
-        markdown="results/{cluster}/evaluation.md",
-        outcomes="results/{cluster}/outcomes.parquet",
-        fits="results/{cluster}/fits.csv",
-        figures=directory("results/{cluster}/figures/evaluation"),
+        table=report(
+            f"{R}/{{cluster}}/evaluation.csv",
+            caption="../report/evaluation_table.rst",
+            category="Tables",
+            subcategory="{cluster}",
+            labels={"table": "evaluation", "cluster": "{cluster}"},
+        ),
+        markdown=f"{R}/{{cluster}}/evaluation.md",
+        outcomes=f"{R}/{{cluster}}/outcomes.parquet",
+        fits=report(
+            f"{R}/{{cluster}}/fits.csv",
+            caption="../report/fits_table.rst",
+            category="Tables",
+            subcategory="{cluster}",
+            labels={"table": "fits", "cluster": "{cluster}"},
+        ),
+        lead_sweep=f"{R}/{{cluster}}/lead_sweep.csv",
     log:
-        "logs/{cluster}/evaluate.log",
+        f"{LOGS}/{{cluster}}/evaluate.log",
     benchmark:
-        "benchmarks/{cluster}/evaluate.tsv"
+        f"{BENCH}/{{cluster}}/evaluate.tsv"
     conda:
         "../envs/learn.yaml"
     params:
         runs=lambda w: " ".join(
-            f"--run {m} results/{w.cluster}/{m}/samples results/{w.cluster}/{m}/models"
+            f"--run {m} {R}/{w.cluster}/{m}/samples {R}/{w.cluster}/{m}/models"
             for m in MODES
         ),
         policies=" ".join(POLICIES),
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
+        out=lambda w, output: str(Path(output.table).parent),
+        code=code("mirage.evaluate.cli"),
     shell:
         "python -m mirage evaluate {params.runs} --policies {params.policies}"
-        " --c-I {params.c_I} --c-O {params.c_O} --out-dir results/{wildcards.cluster}"
-        " --figures-dir {output.figures} > {log} 2>&1"
+        " --c-I {params.c_I} --c-O {params.c_O} --out-dir {params.out} > {log} 2>&1"
 
 
 rule evaluation:
     input:
-        expand("results/{cluster}/evaluation.csv", cluster=CLUSTERS),
+        expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),

@@ -1,30 +1,149 @@
-# Stage 4: one report of the run: markdown (tables, goal checks) and an executed notebook.
+# Stage 6: what a person reads: the run's markdown report, the executed notebooks, and the
+# workflow's verdict on the paper's claims and on the run's expected values.
+
+
+localrules:
+    run_config,
+
+
+rule run_config:
+    output:
+        config=report(
+            f"{R}/config.yaml",
+            caption="../report/config.rst",
+            category="Configuration",
+            labels={"document": "config.yaml"},
+        ),
+    log:
+        f"{LOGS}/run_config.log",
+    conda:
+        "../envs/report.yaml"
+    params:
+        config=json.dumps({**config, "run": RUN}),
+        sources=" ".join(map(str, workflow.configfiles)),
+    shell:
+        "python -m mirage config write --json {params.config:q} --source {params.sources}"
+        " --out {output.config} > {log} 2>&1"
 
 
 rule report:
     input:
-        evaluations=expand("results/{cluster}/evaluation.csv", cluster=CLUSTERS),
-        outcomes=expand("results/{cluster}/outcomes.parquet", cluster=CLUSTERS),
-        fidelity=expand("results/{cluster}/sim/fidelity.json", cluster=CLUSTERS),
-        profiles=expand("results/{cluster}/figures/trace_profile.png", cluster=CLUSTERS),
-        notebook=REPORT_NOTEBOOK,
+        evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
+        outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
+        fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
+        profiles=expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
     output:
-        markdown="results/report.md",
-        notebook="results/report.ipynb",
+        markdown=report(
+            f"{R}/report.md",
+            caption="../report/report_md.rst",
+            category="Run report",
+            labels={"document": "report.md"},
+        ),
     log:
-        "logs/report.log",
+        f"{LOGS}/report.log",
     benchmark:
-        "benchmarks/report.tsv"
+        f"{BENCH}/report.tsv"
     conda:
         "../envs/report.yaml"
     params:
+        results=lambda w, input: str(Path(input.evaluations[0]).parents[1]),
         clusters=" ".join(CLUSTERS),
-        clusters_csv=",".join(CLUSTERS),
         labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
         seed=config["seed"],
+        code=code("mirage.report"),
     shell:
-        "(python -m mirage report --results results --clusters {params.clusters}"
+        "python -m mirage report --results {params.results} --clusters {params.clusters}"
         " --labels '{params.labels}' --seed {params.seed} --out {output.markdown}"
-        " && python -m papermill {input.notebook} {output.notebook} --cwd ."
-        " -p results results -p clusters {params.clusters_csv} -p seed {params.seed})"
         " > {log} 2>&1"
+
+
+rule notebook:
+    input:
+        # what the notebooks read, so that a change of any reruns them
+        evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
+        outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
+        fits=expand(f"{R}/{{cluster}}/fits.csv", cluster=CLUSTERS),
+        fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
+        profiles=expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
+        clean=expand(f"{R}/{{cluster}}/trace/clean.parquet", cluster=CLUSTERS),
+        quarantine=expand(f"{R}/{{cluster}}/trace/quarantine.csv", cluster=CLUSTERS),
+        samples=expand(
+            f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+            cluster=CLUSTERS,
+            mode=MODES,
+        ),
+    output:
+        notebook=f"{R}/notebooks/{{notebook}}.ipynb",
+        html=report(
+            f"{R}/notebooks/{{notebook}}.html",
+            caption="../report/notebook.rst",
+            category="Notebooks",
+            labels={"notebook": "{notebook}"},
+        ),
+    log:
+        f"{LOGS}/notebook_{{notebook}}.log",
+    benchmark:
+        f"{BENCH}/notebook_{{notebook}}.tsv"
+    wildcard_constraints:
+        notebook="|".join(NOTEBOOK_NAMES),
+    conda:
+        "../envs/report.yaml"
+    params:
+        results=lambda w, input: str(Path(input.evaluations[0]).parents[1]),
+        clusters=",".join(CLUSTERS),
+        seed=config["seed"],
+        notebook=lambda w: str(NOTEBOOKS / f"{w.notebook}.ipynb"),
+        # the notebook's content and the code it runs, not its path: a copy of the workflow
+        # elsewhere does not rerun it, an edit does
+        code=lambda w: fingerprint(
+            "mirage.notebooks",
+            "mirage.report",
+            files=[NOTEBOOKS / f"{w.notebook}.ipynb"],
+        ),
+    shell:
+        "python -m mirage notebook run {params.notebook} --out {output.notebook}"
+        " --html {output.html} -p results {params.results} -p clusters {params.clusters}"
+        " -p seed {params.seed} > {log} 2>&1"
+
+
+rule notebooks:
+    input:
+        expand(f"{R}/notebooks/{{notebook}}.html", notebook=NOTEBOOK_NAMES),
+
+
+rule check_claims:
+    input:
+        evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
+    output:
+        claims=report(
+            f"{R}/claims.md",
+            caption="../report/claims.rst",
+            category="Claims",
+            labels={"document": "claims.md"},
+        ),
+        table=f"{R}/claims.csv",
+    log:
+        f"{LOGS}/check_claims.log",
+    benchmark:
+        f"{BENCH}/check_claims.tsv"
+    conda:
+        "../envs/report.yaml"
+    params:
+        run=RUN,
+        traces=json.dumps(
+            {
+                c: (
+                    "synthetic"
+                    if config["clusters"][c]["source"] == "synthetic"
+                    else "real"
+                )
+                for c in CLUSTERS
+            }
+        ),
+        expected=str(Path(workflow.basedir) / "results" / "expected" / f"{RUN}.csv"),
+        code=code("mirage.evaluate.claims"),
+    shell:
+        # the verdict on the console as well as in the log: a failure shows what is off
+        "python -m mirage claims {input.evaluations} --run {params.run} --traces '{params.traces}'"
+        " --expected {params.expected} --out {output.claims} --table {output.table}"
+        " 2>&1 | tee {log}"

@@ -5,14 +5,14 @@
 
 rule sample_shard:
     input:
-        train="results/{cluster}/trace/train.parquet",
-        validation="results/{cluster}/trace/validation.parquet",
+        train=f"{R}/{{cluster}}/trace/train.parquet",
+        validation=f"{R}/{{cluster}}/trace/validation.parquet",
     output:
-        shard=directory("results/{cluster}/{mode}/samples/shards/{shard}"),
+        shard=directory(f"{R}/{{cluster}}/{{mode}}/samples/shards/{{shard}}"),
     log:
-        "logs/{cluster}/{mode}/sample_shard_{shard}.log",
+        f"{LOGS}/{{cluster}}/{{mode}}/sample_shard_{{shard}}.log",
     benchmark:
-        "benchmarks/{cluster}/{mode}/sample_shard_{shard}.tsv"
+        f"{BENCH}/{{cluster}}/{{mode}}/sample_shard_{{shard}}.tsv"
     conda:
         "../envs/sim.yaml"
     params:
@@ -20,6 +20,7 @@ rule sample_shard:
         every=config["samples"]["every_hours"],
         nodes=" ".join(map(str, config["samples"]["chain_nodes"])),
         shards=SHARDS,
+        code=sim_code,
     shell:
         "python -m mirage samples shard --cluster {wildcards.cluster} --mode {wildcards.mode}"
         " --train {input.train} --validation {input.validation}"
@@ -33,29 +34,32 @@ rule sample_shard:
 rule gather_samples:
     input:
         shards=expand(
-            "results/{{cluster}}/{{mode}}/samples/shards/{shard}", shard=range(SHARDS)
+            f"{R}/{{{{cluster}}}}/{{{{mode}}}}/samples/shards/{{shard}}",
+            shard=range(SHARDS),
         ),
     output:
-        samples="results/{cluster}/{mode}/samples/samples.parquet",
-        points="results/{cluster}/{mode}/samples/points.parquet",
-        history="results/{cluster}/{mode}/samples/history.npz",
-        summary="results/{cluster}/{mode}/samples/summary.json",
+        samples=f"{R}/{{cluster}}/{{mode}}/samples/samples.parquet",
+        points=f"{R}/{{cluster}}/{{mode}}/samples/points.parquet",
+        history=f"{R}/{{cluster}}/{{mode}}/samples/history.npz",
+        summary=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
     log:
-        "logs/{cluster}/{mode}/gather_samples.log",
+        f"{LOGS}/{{cluster}}/{{mode}}/gather_samples.log",
     benchmark:
-        "benchmarks/{cluster}/{mode}/gather_samples.tsv"
+        f"{BENCH}/{{cluster}}/{{mode}}/gather_samples.tsv"
     conda:
         "../envs/sim.yaml"
+    params:
+        out=lambda w, output: str(Path(output.summary).parent),
+        code=code("mirage.samples.cli"),
     shell:
-        "python -m mirage samples gather {input.shards}"
-        " --out results/{wildcards.cluster}/{wildcards.mode}/samples"
+        "python -m mirage samples gather {input.shards} --out {params.out}"
         " --summary {output.summary} > {log} 2>&1"
 
 
 rule samples:
     input:
         expand(
-            "results/{cluster}/{mode}/samples/summary.json",
+            f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
             cluster=CLUSTERS,
             mode=MODES,
         ),

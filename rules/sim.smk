@@ -4,25 +4,27 @@
 
 rule sim_fidelity:
     input:
-        clean="results/{cluster}/trace/clean.parquet",
+        clean=f"{R}/{{cluster}}/trace/clean.parquet",
     output:
-        report="results/{cluster}/sim/fidelity.json",
-        figure="results/{cluster}/sim/fidelity.png",
+        report=f"{R}/{{cluster}}/sim/fidelity.json",
+        points=f"{R}/{{cluster}}/sim/fidelity_points.parquet",
     log:
-        "logs/{cluster}/sim_fidelity.log",
+        f"{LOGS}/{{cluster}}/sim_fidelity.log",
     benchmark:
-        "benchmarks/{cluster}/sim_fidelity.tsv"
+        f"{BENCH}/{{cluster}}/sim_fidelity.tsv"
     conda:
         "../envs/sim.yaml"
     params:
         windows=lambda w: ",".join(
             cluster_cfg(w)["windows"][split]["start"] for split in SPLITS
         ),
+        code=sim_code,
     shell:
         "python -m mirage sim fidelity {input.clean} --cluster {wildcards.cluster}"
-        " --windows {params.windows} --window-days 5 --out {output.report} > {log} 2>&1"
+        " --windows {params.windows} --window-days 5 --out {output.report}"
+        " --points {output.points} > {log} 2>&1"
 
 
 rule fidelity:
     input:
-        expand("results/{cluster}/sim/fidelity.json", cluster=CLUSTERS),
+        expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),

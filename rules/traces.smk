@@ -3,17 +3,18 @@
 
 rule synth_trace:
     output:
-        trace="results/{cluster}/raw/synthetic.log",
+        trace=f"{R}/{{cluster}}/raw/synthetic.log",
     log:
-        "logs/{cluster}/synth_trace.log",
+        f"{LOGS}/{{cluster}}/synth_trace.log",
     benchmark:
-        "benchmarks/{cluster}/synth_trace.tsv"
+        f"{BENCH}/{{cluster}}/synth_trace.tsv"
     conda:
         "../envs/traces.yaml"
     params:
         start=lambda w: cluster_cfg(w)["synthetic"]["start"],
         days=lambda w: cluster_cfg(w)["synthetic"]["days"],
         seed=lambda w: config["seed"] + CLUSTERS.index(w.cluster),
+        code=code("mirage.traces.synth", "mirage.traces.write"),
     shell:
         "python -m mirage trace synth {wildcards.cluster} --seed {params.seed} --start {params.start}"
         " --days {params.days} --out {output.trace} > {log} 2>&1"
@@ -26,9 +27,9 @@ localrules:
 
 rule fetch_trace:
     output:
-        trace="results/{cluster}/raw/{file}.log",
+        trace=f"{R}/{{cluster}}/raw/{{file}}.log",
     log:
-        "logs/{cluster}/fetch_{file}.log",
+        f"{LOGS}/{{cluster}}/fetch_{{file}}.log",
     wildcard_constraints:
         file="|".join(name.removesuffix(".log") for name, _ in PUBLISHED.values()),
     conda:
@@ -41,17 +42,18 @@ rule clean_trace:
     input:
         raw=raw_trace,
     output:
-        clean="results/{cluster}/trace/clean.parquet",
-        quarantine="results/{cluster}/trace/quarantine.csv",
-        report="results/{cluster}/trace/clean_report.json",
+        clean=f"{R}/{{cluster}}/trace/clean.parquet",
+        quarantine=f"{R}/{{cluster}}/trace/quarantine.csv",
+        report=f"{R}/{{cluster}}/trace/clean_report.json",
     log:
-        "logs/{cluster}/clean_trace.log",
+        f"{LOGS}/{{cluster}}/clean_trace.log",
     benchmark:
-        "benchmarks/{cluster}/clean_trace.tsv"
+        f"{BENCH}/{{cluster}}/clean_trace.tsv"
     conda:
         "../envs/traces.yaml"
     params:
         flags=clean_flags,
+        code=code("mirage.traces.clean"),
     shell:
         "python -m mirage trace clean {input.raw} --cluster {wildcards.cluster} {params.flags}"
         " --out {output.clean} --quarantine {output.quarantine} --report {output.report}"
@@ -60,20 +62,21 @@ rule clean_trace:
 
 rule split_trace:
     input:
-        clean="results/{cluster}/trace/clean.parquet",
+        clean=f"{R}/{{cluster}}/trace/clean.parquet",
     output:
-        train="results/{cluster}/trace/train.parquet",
-        validation="results/{cluster}/trace/validation.parquet",
+        train=f"{R}/{{cluster}}/trace/train.parquet",
+        validation=f"{R}/{{cluster}}/trace/validation.parquet",
     log:
-        "logs/{cluster}/split_trace.log",
+        f"{LOGS}/{{cluster}}/split_trace.log",
     benchmark:
-        "benchmarks/{cluster}/split_trace.tsv"
+        f"{BENCH}/{{cluster}}/split_trace.tsv"
     conda:
         "../envs/traces.yaml"
     params:
         windows=lambda w: cluster_cfg(w)["windows"],
         history=config["split"]["history_hours"],
         horizon=config["split"]["horizon_hours"],
+        code=code("mirage.traces.split"),
     shell:
         "python -m mirage trace split {input.clean}"
         " --train-start {params.windows[train][start]} --train-end {params.windows[train][end]}"
@@ -86,27 +89,25 @@ rule split_trace:
 
 rule profile_trace:
     input:
-        clean="results/{cluster}/trace/clean.parquet",
+        clean=f"{R}/{{cluster}}/trace/clean.parquet",
     output:
-        profile="results/{cluster}/trace/profile.json",
-        figure="results/{cluster}/figures/trace_profile.png",
+        profile=f"{R}/{{cluster}}/trace/profile.json",
     log:
-        "logs/{cluster}/profile_trace.log",
+        f"{LOGS}/{{cluster}}/profile_trace.log",
     benchmark:
-        "benchmarks/{cluster}/profile_trace.tsv"
+        f"{BENCH}/{{cluster}}/profile_trace.tsv"
     conda:
-        "../envs/report.yaml"
+        "../envs/traces.yaml"
     params:
-        label=lambda w: cluster_cfg(w)["label"],
+        code=code("mirage.traces.profile"),
     shell:
-        "python -m mirage trace profile {input.clean} --out {output.profile}"
-        " --figure {output.figure} --label '{params.label}' > {log} 2>&1"
+        "python -m mirage trace profile {input.clean} --out {output.profile} > {log} 2>&1"
 
 
 rule traces:
     input:
-        expand("results/{cluster}/figures/trace_profile.png", cluster=CLUSTERS),
+        expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
         expand(
-            "results/{cluster}/trace/{split}.parquet", cluster=CLUSTERS, split=SPLITS
+            f"{R}/{{cluster}}/trace/{{split}}.parquet", cluster=CLUSTERS, split=SPLITS
         ),
-        expand("results/{cluster}/trace/clean_report.json", cluster=CLUSTERS),
+        expand(f"{R}/{{cluster}}/trace/clean_report.json", cluster=CLUSTERS),

@@ -19,3 +19,17 @@ def run_tiny(workdir, *args):
                     "--configfile", str(TINY), *args)
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
     return res
+
+
+def copy_checkout(dest):
+    """This checkout's tracked and untracked-but-not-ignored files (no results) copied to `dest`:
+    a workflow to change without touching the real one."""
+    import shutil
+
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.splitlines()
+    for f in files:
+        if (REPO / f).is_file():
+            (dest / f).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / f, dest / f)
+    return dest

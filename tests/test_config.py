@@ -6,13 +6,14 @@ import yaml
 from paths import REPO
 
 from mirage.cli import main
-from mirage.config import load, load_schema, validate
+from mirage.config import layered, load, load_schema, merge, run_name, validate
 from mirage.errors import ConfigError
 
 CONFIGS = sorted((REPO / "config").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("path", [p for p in CONFIGS if p.name != "schema.yaml"], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", [p for p in CONFIGS if p.name not in ("schema.yaml", "defaults.yaml")],
+                         ids=lambda p: p.name)
 def test_shipped_configs_are_valid(path):
     load(path)
 
@@ -31,7 +32,7 @@ def test_shipped_configs_are_valid(path):
     ],
 )
 def test_error_names_the_bad_key(mutate, key):
-    config = copy.deepcopy(yaml.safe_load((REPO / "config" / "config.yaml").read_text()))
+    config = copy.deepcopy(layered(REPO / "config" / "config.yaml"))
     mutate(config)
     with pytest.raises(ConfigError, match=f"key `{key}`"):
         validate(config, load_schema())
@@ -46,3 +47,32 @@ def test_cli_validate(tmp_path, capsys):
     assert code == 2
     assert "key `clusters`" in capsys.readouterr().err
     assert main(["config", "validate", str(REPO / "config" / "config.yaml")]) == 0
+
+
+def test_configs_layer_on_the_defaults_and_name_their_run():
+    real = load(REPO / "config" / "ls6-real.yaml")
+    defaults = yaml.safe_load((REPO / "config" / "defaults.yaml").read_text())
+    assert real["policies"]["names"] == defaults["policies"]["names"]  # not repeated in the file
+    assert list(real["clusters"]) == ["ls6"]
+    assert run_name(real, REPO / "config" / "ls6-real.yaml") == "ls6-real"
+    assert run_name(load(REPO / "config" / "config.yaml"), REPO / "config" / "config.yaml") == "default"
+    tiny = load(REPO / "config" / "tiny.yaml")
+    assert tiny["samples"]["sim_modes"] == ["calibrated"] and tiny["split"] == defaults["split"]
+    # nested mappings merge, lists are replaced (as Snakemake merges config files)
+    assert merge({"a": {"b": 1, "c": [1, 2]}}, {"a": {"c": [3]}}) == {"a": {"b": 1, "c": [3]}}
+
+
+def test_runs_of_two_configs_write_side_by_side():
+    from runs import snakemake
+
+    outs = {}
+    for name in ("ls6-real", "ls6-feb"):
+        res = snakemake("-n", "--forceall", "--configfile", f"config/{name}.yaml")
+        assert res.returncode == 0, res.stderr
+        outs[name] = {o.strip() for line in res.stdout.splitlines() if "output:" in line
+                      for o in line.split("output:")[1].split(",")}
+    for name, out in outs.items():
+        written = [o for o in out if o.startswith("results/")]
+        assert written and all(o.startswith(f"results/{name}/") for o in written), name
+    res = snakemake("-n", "--forceall", "--configfile", "config/tiny.yaml", "--config", "run=mine")
+    assert res.returncode == 0 and "results/mine/ls6/evaluation.csv" in res.stdout

@@ -1,6 +1,7 @@
 """The Snakemake workflow: lint, formatting, dry runs of every shipped config, and a real run
 of the whole DAG on the tiny config."""
 
+import html as html_lib
 import json
 import re
 import shutil
@@ -10,8 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 from paths import LS6, REPO
-from runs import run_tiny, snakemake
+from runs import TINY, run_tiny, snakemake
 
 
 def test_lint_clean():
@@ -35,7 +37,7 @@ def test_dry_run(configfile):
     text = res.stdout + res.stderr
     if configfile is None:
         for cluster in ("frontera", "longhorn", "ls6"):
-            assert f"results/{cluster}" in snakemake("-n", "--forceall").stdout
+            assert f"results/default/{cluster}" in snakemake("-n", "--forceall").stdout
     if configfile == "config/paper.yaml":
         assert "fetch_trace" in text and "synth_trace" not in text
 
@@ -51,7 +53,7 @@ def test_bad_config_names_the_key(tmp_path):
 @pytest.mark.slow
 def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
     a = tiny_run
-    trace = a / "results" / "ls6" / "trace"
+    trace = a / "results" / "tiny" / "ls6" / "trace"
     report = json.loads((trace / "clean_report.json").read_text())
     assert report["rows_in"] == report["rows_kept"] + sum(report["quarantined"].values())
     assert report["rows_kept"] > 500
@@ -60,20 +62,29 @@ def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
     assert train["in_window"].sum() > 0 and val["in_window"].sum() > 0
     assert train.loc[train["in_window"], "submit"].max() < val.loc[val["in_window"], "submit"].min()
     for rule in ("synth_trace", "clean_trace", "split_trace"):
-        assert (a / "logs" / "ls6" / f"{rule}.log").exists()
-        assert (a / "benchmarks" / "ls6" / f"{rule}.tsv").exists()
-    # deterministic: a second run from scratch gives identical tables
-    run_tiny(tmp_path / "b")
+        assert (a / "logs" / "tiny" / "ls6" / f"{rule}.log").exists()
+        assert (a / "benchmarks" / "tiny" / "ls6" / f"{rule}.tsv").exists()
+    # deterministic: a second run from nothing, by the command that writes the reference values,
+    # gives identical tables, and reference values that the committed ones accept
+    regenerated = tmp_path / "tiny.csv"
+    res = subprocess.run([sys.executable, "-m", "mirage", "expected", "regenerate", str(TINY),
+                          "--keep", str(tmp_path / "b"), "--out", str(regenerated)],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    mine = pd.read_csv(regenerated)
+    committed = pd.read_csv(REPO / "results" / "expected" / "tiny.csv")
+    assert len(mine) == len(committed)
+    assert ((mine["expected"] - committed["expected"]).abs() <= committed["tolerance"]).all()
     for name in ("trace/clean.parquet", "trace/train.parquet", "trace/validation.parquet",
                  "calibrated/samples/samples.parquet", "calibrated/samples/points.parquet"):
         pd.testing.assert_frame_equal(
-            pd.read_parquet(a / "results" / "ls6" / name),
-            pd.read_parquet(tmp_path / "b" / "results" / "ls6" / name),
+            pd.read_parquet(a / "results" / "tiny" / "ls6" / name),
+            pd.read_parquet(tmp_path / "b" / "results" / "tiny" / "ls6" / name),
         )
     # every policy fitted and evaluated; the same tables from the second run (all seeded)
-    pd.testing.assert_frame_equal(pd.read_csv(a / "results" / "ls6" / "evaluation.csv"),
-                                  pd.read_csv(tmp_path / "b" / "results" / "ls6" / "evaluation.csv"))
-    evaluation = pd.read_csv(a / "results" / "ls6" / "evaluation.csv")
+    pd.testing.assert_frame_equal(pd.read_csv(a / "results" / "tiny" / "ls6" / "evaluation.csv"),
+                                  pd.read_csv(tmp_path / "b" / "results" / "tiny" / "ls6" / "evaluation.csv"))
+    evaluation = pd.read_csv(a / "results" / "tiny" / "ls6" / "evaluation.csv")
     assert set(evaluation["policy"]) == {
         "reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf",
         "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "oracle"}
@@ -85,17 +96,27 @@ def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
         assert overall[(nodes, "oracle")] <= overall.xs(nodes).min() + 1e-12
     # the committed reference figures of this config (results/expected/tiny.csv), within tolerance
     check = subprocess.run([sys.executable, "-m", "mirage", "expected", "check",
-                            str(a / "results" / "ls6" / "evaluation.csv"),
+                            str(a / "results" / "tiny" / "ls6" / "evaluation.csv"),
                             "--expected", str(REPO / "results" / "expected" / "tiny.csv")],
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
-    figures = a / "results" / "ls6" / "figures" / "evaluation"
-    assert {"x_ls6_calibrated_n1.png", "x_ls6_calibrated_n8.png"} <= {p.name for p in figures.iterdir()}
-    report = (a / "results" / "report.md").read_text()
+    run = a / "results" / "tiny"
+    for kind in ("trace", "fidelity", "evaluation", "training"):
+        pngs = {p.stem for p in (run / "ls6" / "figures" / kind).glob("*.png")}
+        pdfs = {p.stem for p in (run / "ls6" / "figures" / kind).glob("*.pdf")}
+        assert pngs and pngs == pdfs, kind
+    report = (run / "report.md").read_text()
     assert "## Goals" in report and "rows in" in report and "evaluation.md" in report
-    notebook = json.loads((a / "results" / "report.ipynb").read_text())
-    assert any(o.get("output_type") == "display_data" for c in notebook["cells"] for o in c.get("outputs", []))
-    samples = pd.read_parquet(a / "results" / "ls6" / "calibrated" / "samples" / "samples.parquet")
+    for name in ("report", "traces", "models", "provisioning"):
+        notebook = json.loads((run / "notebooks" / f"{name}.ipynb").read_text())
+        assert not [o for c in notebook["cells"] for o in c.get("outputs", [])
+                    if o.get("output_type") == "error"], name
+        assert (run / "notebooks" / f"{name}.html").stat().st_size > 10_000, name
+    claims = (run / "claims.md").read_text()
+    assert "## The paper's headline claims" in claims and "within tolerance" in claims
+    assert set(pd.read_csv(run / "claims.csv")["verdict"]) <= {
+        "reproduced", "not reproduced", "not applicable"}
+    samples = pd.read_parquet(a / "results" / "tiny" / "ls6" / "calibrated" / "samples" / "samples.parquet")
     assert set(samples["split"]) == {"train", "validation"} and set(samples["chain_nodes"]) == {1, 8}
 
 
@@ -106,21 +127,21 @@ def test_real_trace_config_runs(tmp_path):
     work = tmp_path / "w"
     work.mkdir()
     cfg = (REPO / "config" / "ls6-real.yaml").read_text().replace("../shared/traces/ls6-a100.log", str(LS6))
-    (work / "real.yaml").write_text(cfg)
+    (work / "ls6-real.yaml").write_text(cfg)  # the run's name: its file's
     # the trace stage only: the samples of the real trace are a benchmark, not a test
     res = snakemake("traces", "-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "2",
-                    "--configfile", str(work / "real.yaml"))
+                    "--configfile", str(work / "ls6-real.yaml"))
     assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
-    report = json.loads((work / "results" / "ls6" / "trace" / "clean_report.json").read_text())
+    report = json.loads((work / "results" / "ls6-real" / "ls6" / "trace" / "clean_report.json").read_text())
     assert (report["rows_in"], report["rows_kept"]) == (24777, 24776)
     shutil.rmtree(work / ".snakemake", ignore_errors=True)
 
 
-def test_report_rule_passes_all_clusters_to_papermill():
+def test_notebook_rule_passes_all_clusters_to_papermill():
     # papermill takes one value per parameter: several clusters must arrive comma-separated
-    res = snakemake("-n", "-p", "--forceall", "results/report.md")
+    res = snakemake("-n", "-p", "--forceall", "results/default/notebooks/report.html")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "-p clusters frontera,longhorn,ls6" in res.stdout
+    assert "-p results results/default -p clusters frontera,longhorn,ls6" in res.stdout
 
 
 def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
@@ -128,7 +149,9 @@ def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
     for device, want in (("cpu", set()), ("cuda", {"dqn", "dqn_tuned", "pg", "pg_tuned"}),
                          ("cuda:1", {"dqn", "dqn_tuned", "pg", "pg_tuned"})):
         cfg = tmp_path / f"{device}.yaml"
-        cfg.write_text((REPO / "config" / "tiny.yaml").read_text().replace("device: cpu", f"device: {device}"))
+        tiny = yaml.safe_load(TINY.read_text())
+        tiny["policies"]["device"] = device
+        cfg.write_text(yaml.safe_dump(tiny))
         res = snakemake("-n", "--forceall", "-d", str(tmp_path / "w"), "--configfile", str(cfg))
         assert res.returncode == 0, res.stdout + res.stderr
         gpu_fits = set()
@@ -137,3 +160,30 @@ def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
                 assert "rule fit_policy:" in job
                 gpu_fits.add(job.split("policy=")[1].split()[0].rstrip(","))
         assert gpu_fits == want, device
+
+
+@pytest.mark.slow
+def test_snakemake_report_holds_every_figure_and_table(tiny_run, tmp_path):
+    work = tmp_path / "w"
+    shutil.copytree(tiny_run, work, symlinks=True)
+    html = work / "report.html"
+    res = snakemake("-s", str(REPO / "Snakefile"), "-d", str(work), "--configfile", str(TINY),
+                    "--report", str(html))
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    text = html_lib.unescape(html.read_text())
+    run = work / "results" / "tiny"
+    figures = sorted(p.name for p in run.glob("ls6/figures/*/*.png"))
+    assert len(figures) >= 15
+    missing = [name for name in figures if name not in text]
+    assert not missing, missing
+    for name in ("evaluation.csv", "fits.csv", "claims.md", "report.md", "config.yaml",
+                 "traces.html", "models.html", "provisioning.html"):
+        assert name in text, name
+    # every caption is rendered (their opening words), and the categories exist
+    for caption in sorted((REPO / "report").glob("*.rst")):
+        plain = re.sub(r"\{\{.*?\}\}", " ", caption.read_text())  # the templated parts
+        words = [w for w in re.split(r"[^A-Za-z]+", plain) if len(w) > 3][:4]
+        assert re.search(r"[\s\S]{1,80}?".join(words), text), caption.name
+    for category in ("Claims", "Policies", "Traces", "Simulator fidelity", "Training",
+                     "Notebooks", "Tables", "Configuration"):
+        assert category in text, category

@@ -75,7 +75,6 @@ def _trace_split(args) -> None:
 def _trace_profile(args) -> None:
     import pandas as pd
 
-    from mirage.figures.traces import plot_trace
     from mirage.traces.profile import compare_profiles, trace_profile
 
     jobs = pd.read_parquet(args.input)
@@ -86,11 +85,20 @@ def _trace_profile(args) -> None:
         profile["difference"] = compare_profiles(profile["trace"], profile["reference"])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(profile, indent=2, default=float) + "\n")
-    if args.figure:
-        plot_trace(jobs, args.figure, label=args.label, reference=reference, reference_label=args.reference_label)
     p = profile["trace"]
     print(f"{args.input}: {p['jobs']} jobs, {p['jobs_per_day']:.1f}/day, mean busy nodes "
           f"{p['busy_nodes_mean']:.1f}, {p['wait_over_1h_share']:.1%} wait > 1 h -> {args.out}")
+
+
+def _config_write(args) -> None:
+    import yaml
+
+    config = json.loads(args.json)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    header = "".join(f"# from {f}\n" for f in args.source)
+    Path(args.out).write_text("# The configuration this run used (defaults merged).\n" + header
+                              + yaml.safe_dump(config, sort_keys=False))
+    print(f"configuration -> {args.out}")
 
 
 def _trace_fetch(args) -> None:
@@ -103,15 +111,16 @@ def _trace_fetch(args) -> None:
 def _config_validate(args) -> None:
     import yaml
 
-    from mirage.config import load_schema, validate
+    from mirage.config import DEFAULTS, layered, load_schema, validate
 
     schema = Path(args.schema) if args.schema else Path(args.config).with_name("schema.yaml")
+    defaults = None if args.no_defaults else (Path(args.defaults) if args.defaults else DEFAULTS)
     try:
-        config = yaml.safe_load(Path(args.config).read_text()) or {}
+        config = layered(args.config, defaults)
     except (OSError, yaml.YAMLError) as exc:
         raise MirageError(f"cannot read config {args.config}: {exc}") from None
     validate(config, load_schema(schema), source=args.config)
-    print(f"{args.config}: valid")
+    print(f"{args.config}: valid" + (f" (over {defaults})" if defaults else ""))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -155,13 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--horizon-hours", type=float, required=True)
     p.set_defaults(func=_trace_split)
 
-    p = tsub.add_parser("profile", help="statistics of a clean trace (JSON) and a figure")
+    p = tsub.add_parser("profile", help="statistics of a clean trace (JSON; figures: mirage figures trace)")
     p.add_argument("input", help="clean canonical table (.parquet)")
     p.add_argument("--out", required=True, help="profile JSON")
-    p.add_argument("--figure", help="PNG of the profile")
-    p.add_argument("--label", default="trace")
     p.add_argument("--reference", help="another clean table to compare with (e.g. the real trace)")
-    p.add_argument("--reference-label", default="reference")
     p.set_defaults(func=_trace_profile)
 
     p = tsub.add_parser("fetch", help="download a published trace (needs network)")
@@ -175,7 +181,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = csub.add_parser("validate", help="validate a config against its schema")
     p.add_argument("config")
     p.add_argument("--schema", help="default: schema.yaml beside the config")
+    p.add_argument("--defaults", help="the defaults the config layers on (default: "
+                   "config/defaults.yaml of this checkout)")
+    p.add_argument("--no-defaults", action="store_true", help="validate the file on its own")
     p.set_defaults(func=_config_validate)
+    p = csub.add_parser("write", help="write a run's merged configuration (JSON) as YAML")
+    p.add_argument("--json", required=True)
+    p.add_argument("--source", nargs="*", default=[], help="the config files it came from")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_config_write)
 
     bench = sub.add_parser("bench", help="benchmarks that print figures")
     bsub = bench.add_subparsers(dest="bench_command", required=True)
@@ -185,9 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_stages(sub, bsub) -> None:
     """The later stages register their own commands (imports stay light: no torch here)."""
-    from mirage import report
+    from mirage import benchmarks, notebooks, report
+    from mirage.evaluate import claims, expected
     from mirage.evaluate import cli as evaluate_cli
-    from mirage.evaluate import expected
+    from mirage.figures import cli as figures_cli
     from mirage.live import cli as live_cli
     from mirage.policies import cli as policies_cli
     from mirage.samples import bench as samples_bench
@@ -198,10 +213,14 @@ def _register_stages(sub, bsub) -> None:
     sim_cli.register_bench(bsub)
     samples_cli.register(sub)
     samples_bench.register_bench(bsub)
+    benchmarks.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
+    figures_cli.register(sub)
     expected.register(sub)
+    claims.register(sub)
     report.register(sub)
+    notebooks.register(sub)
     live_cli.register(sub)
     live_cli.register_provision(sub)
 

@@ -10,6 +10,7 @@ import yaml
 from mirage.errors import ConfigError
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
+DEFAULTS = SCHEMA.with_name("defaults.yaml")
 
 
 def load_schema(path: str | Path = SCHEMA) -> dict:
@@ -47,12 +48,41 @@ def _check_windows(config: dict, source: str) -> None:
             raise ConfigError(f"{source}: key `clusters.{name}.path` is required when source is `file`")
 
 
-def load(path: str | Path) -> dict:
-    p = Path(path)
+def _read(p: Path) -> dict:
     try:
         config = yaml.safe_load(p.read_text())
     except FileNotFoundError:
         raise ConfigError(f"config file {p} not found") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{p} is not valid YAML: {exc}") from None
-    return validate(config or {}, source=str(p))
+    if config is not None and not isinstance(config, dict):
+        raise ConfigError(f"{p}: a config is a mapping of keys, not {type(config).__name__}")
+    return config or {}
+
+
+def merge(base: dict, over: dict) -> dict:
+    """``over`` merged into a copy of ``base`` as Snakemake merges config files: nested mappings
+    merge key by key, anything else (lists included) is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def layered(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
+    """A config file over the shared defaults (config/defaults.yaml), not yet validated."""
+    config = _read(Path(path))
+    return merge(_read(Path(defaults)), config) if defaults else config
+
+
+def run_name(config: dict, path: str | Path | None = None) -> str:
+    """Where a run writes (results/<run>/): the config's ``run``, else its file's name."""
+    return str(config.get("run") or (Path(path).stem if path else "default"))
+
+
+def load(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
+    """A config file over the shared defaults, validated."""
+    return validate(layered(path, defaults), source=str(path))

@@ -15,7 +15,7 @@ import pandas as pd
 
 from mirage.errors import MirageError
 from mirage.evaluate.metrics import (
-    ALL, MIN_BOOTSTRAP_SAMPLES, paired_difference, to_markdown, verdict,
+    ALL, MIN_BOOTSTRAP_SAMPLES, level_tradeoff, paired_difference, to_markdown, verdict,
 )
 
 BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
@@ -88,8 +88,6 @@ def _difference(outcomes: pd.DataFrame, key: tuple, learned: list[str], baseline
 
 def build_report(results: Path, clusters: list[str], labels: dict[str, str] | None = None,
                  seed: int = 0) -> str:
-    from mirage.evaluate.figures import level_tradeoff  # matplotlib: only when reporting
-
     labels = labels or {}
     lines = ["# Mirage run report", ""]
     checks, tradeoffs = [], []
@@ -157,7 +155,7 @@ def _trace_section(d: Path) -> list[str]:
     q = ", ".join(f"{k} {v}" for k, v in r["quarantined"].items()) or "none"
     return [f"- trace: {r['rows_in']} rows in, {r['rows_kept']} kept, quarantined: {q}; "
             f"runtimes clipped to the limit: {r['adjusted']['runtime_clipped']} "
-            f"(figure `{d.name}/figures/trace_profile.png`)"]
+            f"(figure `{d.name}/figures/trace/trace_overview.png`)"]
 
 
 def _fidelity_section(d: Path) -> list[str]:
@@ -171,7 +169,7 @@ def _fidelity_section(d: Path) -> list[str]:
         v = r.get(k, {})
         cells.append(f"{k} " + " / ".join(_fmt(v.get(m)) for m in ("sim", "zero_wait", "compat")))
     return [f"- simulator fidelity on the whole trace (sim / zero-wait / compat): {'; '.join(cells)} "
-            f"(figure `{d.name}/sim/fidelity.png`)"]
+            f"(figures `{d.name}/figures/fidelity/`)"]
 
 
 def _samples_section(d: Path) -> list[str]:

@@ -2,10 +2,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mirage.evaluate import evaluate, outcomes, to_markdown
-from mirage.evaluate.figures import (
-    level_tradeoff, plot_lead_sweep, plot_level_tradeoff, plot_x_distributions,
-)
+from mirage.evaluate import evaluate, level_tradeoff, outcomes, to_markdown
+from mirage.evaluate.cli import lead_sweeps
+from mirage.figures.evaluation import level_tradeoff_figure, x_box_figure, x_cdf_figure
+from mirage.figures.style import save
 from mirage.policies import Policy, make_policy
 from mirage.policies.baselines import lead_sweep
 from mirage.policies.data import SampleSet
@@ -105,12 +105,17 @@ def test_outcomes_table_and_renderings(tiny, tmp_path):
     assert out[out.policy == "reactive"].x_h.tolist() == [1.0, 5.0, 14.0]
     md = to_markdown(evaluate(pols, tiny))
     assert md.startswith("| cluster |") and "fixed_lead" in md
-    paths = plot_x_distributions(out, tmp_path)
-    assert [p.name for p in paths] == ["x_c.png"] and paths[0].stat().st_size > 0
-    p = plot_lead_sweep({"train": pols["fixed_lead"].sweep_,
-                         "validation": lead_sweep(tiny, [0.0, 1 / 6, 2 / 6])},
-                        tmp_path / "lead.png", pols["fixed_lead"].lead_h)
-    assert p.stat().st_size > 0
+    for name, draw in (("x_cdf", x_cdf_figure), ("x_box", x_box_figure)):
+        png, pdf = save(draw(out, "c"), tmp_path / name)
+        assert png.stat().st_size > 0 and pdf.stat().st_size > 0
+    # the lead-sweep table evaluate writes: the training sweep and the same leads on the
+    # validation samples, with the fitted lead
+    sw = lead_sweeps(pols, tiny, 1.0, 0.5)
+    assert [(s["policy"].iloc[0], s["split"].iloc[0]) for s in sw] == [
+        ("fixed_lead", "train"), ("fixed_lead", "validation")]
+    assert (sw[1]["chosen_lead_h"] == pols["fixed_lead"].lead_h).all()
+    assert sw[1]["cost"].tolist() == pytest.approx(
+        lead_sweep(tiny, pols["fixed_lead"].leads)["cost"].tolist())
 
 
 def test_lead_sweep_by_hand(tiny):
@@ -156,8 +161,9 @@ def test_level_tradeoff_needs_one_policy_to_win_every_level(tmp_path):
     assert w1.set_index("policy").loc["lowwin", "beats_low"]
     w2 = level_tradeoff(nob, baselines=("fixed_lead", "plan_lead"))
     assert not w2[["beats_low", "beats_medium", "beats_all_levels"]].any().any()
-    p = plot_level_tradeoff(table, tmp_path / "t.png", baselines=("fixed_lead", "plan_lead"))
-    assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png, _ = save(level_tradeoff_figure(table, baselines=("fixed_lead", "plan_lead")),
+                  tmp_path / "t")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_level_tradeoff_with_a_missing_level_and_zero_costs(tmp_path):
@@ -172,6 +178,6 @@ def test_level_tradeoff_with_a_missing_level_and_zero_costs(tmp_path):
         True, True, True]
     assert w.loc[(8, "m"), ["beats_low", "beats_medium"]].tolist() == [False, True]
     # zero costs on log axes and a group with one level still draw
-    assert plot_level_tradeoff(table, tmp_path / "z.png", baselines=("fixed_lead",)).exists()
+    assert save(level_tradeoff_figure(table, baselines=("fixed_lead",)), tmp_path / "z")[0].exists()
     single = table[table["load_level"] != "medium"]
-    assert plot_level_tradeoff(single, tmp_path / "none.png", baselines=("fixed_lead",)) is None
+    assert level_tradeoff_figure(single, baselines=("fixed_lead",)) is None

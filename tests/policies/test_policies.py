@@ -1,3 +1,5 @@
+import os
+
 import numpy as np
 import pytest
 
@@ -207,3 +209,18 @@ def test_quantile_floor_and_plan_veto_decompose_the_lead(train, validation):
     np.testing.assert_array_equal(q.submit_mask(pts), model | (floor & allow))
     q.cap_h_ = 0.0  # the model's lead off: only the (vetoed) floor submits early
     np.testing.assert_array_equal(q.submit_mask(pts)[rem > 0], (floor & allow)[rem > 0])
+
+
+def test_torch_runs_one_code_path_on_every_x86_cpu():
+    # MKL picks its kernels by instruction set; mirage.policies pins one path before torch
+    # loads (measured: MKL's AVX-512 and AVX2 paths give another DQN), unless the user set one
+    import subprocess
+    import sys
+
+    code = "import os, mirage.policies, torch; torch.ones(2) @ torch.ones(2); print(os.environ['MKL_CBWR'])"
+    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.split() == ["COMPATIBLE"], out.stderr
+    env["MKL_CBWR"] = "AUTO"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.stdout.split()[0] == "AUTO", out.stderr

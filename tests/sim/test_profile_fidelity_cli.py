@@ -83,10 +83,19 @@ def test_fidelity_on_a_hand_made_trace():
                      "user": f"u{k % 7}"})
     tab = make_table(jobs)
     per = Period("test", to_seconds(T0), to_seconds(T0) + 4 * 86400)
-    res = evaluate_period(tab, make_profile(40), per, compat=compat_profile("test"))
+    points = []
+    res = evaluate_period(tab, make_profile(40), per, compat=compat_profile("test"), points=points)
     for key in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
         assert set(res[key]) == {"sim", "zero_wait", "compat"}
     assert res["period"]["long_jobs"] == 200
+    # the leave-one-out jobs behind the figures: one row each, the report's metrics from them
+    (pts,) = points
+    assert len(pts) == 200 and (pts["period"] == "test").all()
+    for pred, col in (("sim", "sim_start"), ("compat", "compat_start"), ("zero_wait", "submit")):
+        start = pts[col].to_numpy("datetime64[s]").astype(np.int64)
+        m = loo_metrics(start, pts["real_start"].to_numpy("datetime64[s]").astype(np.int64),
+                        pts["submit"].to_numpy("datetime64[s]").astype(np.int64))
+        assert m["loo_mae_h"] == pytest.approx(res["loo_mae_h"][pred])
     assert len(default_periods(tab)) == 1  # the reference windows are outside this trace
 
 

@@ -5,8 +5,8 @@ Names resolve lazily so that `mirage --help` does not import the policies' libra
 
 import importlib
 
-__all__ = ["LOAD_LEVELS", "METRICS", "evaluate", "load_level", "outcomes", "reference_outcomes",
-           "summarize", "to_markdown"]
+__all__ = ["LOAD_LEVELS", "METRICS", "evaluate", "level_tradeoff", "load_level", "outcomes",
+           "reference_outcomes", "summarize", "to_markdown"]
 
 
 def __getattr__(name):

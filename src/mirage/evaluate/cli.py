@@ -10,17 +10,38 @@ import pandas as pd
 from mirage.errors import MirageError
 
 
-def _evaluate(args) -> None:
-    from mirage.evaluate.figures import plot_lead_sweep, plot_level_tradeoff, plot_x_distributions
-    from mirage.evaluate.metrics import outcomes, summarize, to_markdown
+#: the policies that keep a cost-against-lead sweep of their training samples (``sweep_``)
+LEAD_POLICIES = ("fixed_lead", "plan_lead")
+LEAD_SWEEP_COLUMNS = ["mode", "chain_nodes", "policy", "split", "lead_h", "cost",
+                      "mean_interruption_h", "mean_overlap_h", "zero_interruption_share",
+                      "chosen_lead_h"]
+
+
+def lead_sweeps(policies: dict, validation, c_I: float, c_O: float) -> list[pd.DataFrame]:
+    """The fitted lead policies' training sweeps and the same leads on ``validation``, one
+    table each with ``policy``, ``split`` and the lead the fit chose (``chosen_lead_h``)."""
     from mirage.policies.baselines import lead_sweep
+
+    out = []
+    for name in LEAD_POLICIES:
+        pol = policies.get(name)
+        if pol is None or getattr(pol, "sweep_", None) is None:
+            continue
+        allow = pol._allow(validation.points)  # plan_lead's veto; None for fixed_lead
+        for split, sw in (("train", pol.sweep_),
+                          ("validation", lead_sweep(validation, pol.leads, c_I, c_O, allow=allow))):
+            out.append(sw.assign(policy=name, split=split, chosen_lead_h=float(pol.lead_h)))
+    return out
+
+
+def _evaluate(args) -> None:
+    from mirage.evaluate.metrics import outcomes, summarize, to_markdown
     from mirage.policies.cli import load_fitted
     from mirage.policies.data import SampleSet
 
-    out_dir, fig_dir = Path(args.out_dir), Path(args.figures_dir)
+    out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    fig_dir.mkdir(parents=True, exist_ok=True)
-    all_outcomes, fits = [], []
+    all_outcomes, fits, sweeps = [], [], []
     for mode, samples_dir, models_dir in args.run:
         data = SampleSet.load(samples_dir)
         val = data.split("validation")
@@ -35,26 +56,23 @@ def _evaluate(args) -> None:
                 fits.append({"mode": mode, "chain_nodes": int(nodes), **json.loads((d / "fit.json").read_text())})
             res = outcomes(policies, part, c_I=args.c_I, c_O=args.c_O)
             all_outcomes.append(res.assign(mode=mode))
-            if "fixed_lead" in policies and policies["fixed_lead"].sweep_ is not None:
-                sweeps = {"train": policies["fixed_lead"].sweep_,
-                          "validation": lead_sweep(part, policies["fixed_lead"].leads, args.c_I, args.c_O)}
-                plot_lead_sweep(sweeps, fig_dir / f"lead_sweep_{mode}_n{nodes}.png",
-                                policies["fixed_lead"].lead_h)
+            sweeps += [sw.assign(mode=mode, chain_nodes=int(nodes))
+                       for sw in lead_sweeps(policies, part, args.c_I, args.c_O)]
     out = pd.concat(all_outcomes, ignore_index=True)
     tables = []
     for mode, part in out.groupby("mode", sort=False):
         tables.append(summarize(part.drop(columns="mode")).assign(mode=mode))
-        # one figure per (cluster, mode, chain size): x_<cluster>_<mode>_n<nodes>.png
-        label = part["cluster"] + f"_{mode}_n" + part["chain_nodes"].astype(str)
-        plot_x_distributions(part.assign(cluster=label), fig_dir)
     table = pd.concat(tables, ignore_index=True)
     table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
     table.to_csv(out_dir / "evaluation.csv", index=False)
     (out_dir / "evaluation.md").write_text(to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
     pd.DataFrame(fits).to_csv(out_dir / "fits.csv", index=False)
-    for cluster, part in table.groupby("cluster", sort=True):  # after the tables: they cost more
-        plot_level_tradeoff(part, fig_dir / f"level_tradeoff_{cluster}.png")
+    # the data of the lead-sweep figures (mirage figures evaluation); a header alone when no
+    # lead policy was evaluated
+    sweep = (pd.concat(sweeps, ignore_index=True)[LEAD_SWEEP_COLUMNS] if sweeps
+             else pd.DataFrame(columns=LEAD_SWEEP_COLUMNS))
+    sweep.to_csv(out_dir / "lead_sweep.csv", index=False)
     best = table[(table["load_level"] == "all") & ~table["policy"].isin(["oracle"])]
     best = best.loc[best.groupby(["mode", "chain_nodes"])["cost"].idxmin()]
     print(best[["mode", "chain_nodes", "policy", "cost", "zero_interruption_share", "mean_overlap_h"]].to_string(index=False))
@@ -68,6 +86,7 @@ def register(sub) -> None:
     p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--out-dir", required=True, help="evaluation.csv/.md, outcomes.parquet, fits.csv")
-    p.add_argument("--figures-dir", required=True, help="x distributions, lead sweeps and load-level trade-offs (PNG)")
+    p.add_argument("--out-dir", required=True,
+                   help="evaluation.csv/.md, outcomes.parquet, fits.csv, lead_sweep.csv "
+                        "(figures: mirage figures evaluation)")
     p.set_defaults(func=_evaluate)

@@ -5,9 +5,13 @@
 tolerance each. ``mirage expected check`` compares a fresh ``evaluation.csv`` with it and says,
 row by row, what is within tolerance; ``mirage expected write`` makes the file from a run.
 
-Every step of the pipeline is seeded, so the same library versions on the same kind of machine
-reproduce the reference exactly; the tolerances are for other machines, where floating-point
-differences in xgboost or torch can move a few decisions by one 10-minute point.
+Every step of the pipeline is seeded and the torch fits are held to one code path on every x86
+CPU (``mirage.policies``), so the same library versions reproduce the reference exactly; the
+tolerances are for what is left (another BLAS, another platform).
+
+A reference is written only by ``mirage expected regenerate CONFIG``: the config run from
+nothing in a fresh directory with this checkout's code, never from a working tree whose older
+outputs Snakemake might keep.
 """
 
 from __future__ import annotations
@@ -72,17 +76,22 @@ def check(table: pd.DataFrame, expected: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _check_cmd(args) -> None:
-    from mirage.evaluate.metrics import to_markdown
-
-    exp = read_expected(args.expected)
+def read_evaluations(paths) -> pd.DataFrame:
+    """The evaluation tables of a run's clusters as one table, or an error naming the missing one."""
     tables = []
-    for path in args.evaluation:
+    for path in paths:
         if not Path(path).exists():
             raise MirageError(f"{path}: no such evaluation table. Fix: run the workflow's "
                               "`evaluation` target with the config the expected values belong to")
         tables.append(pd.read_csv(path))
-    res = check(pd.concat(tables, ignore_index=True), exp)
+    return pd.concat(tables, ignore_index=True)
+
+
+def _check_cmd(args) -> None:
+    from mirage.evaluate.metrics import to_markdown
+
+    exp = read_expected(args.expected)
+    res = check(read_evaluations(args.evaluation), exp)
     bad = res[~res["ok"]]
     shown = res if args.all else bad
     if len(shown):
@@ -102,6 +111,60 @@ def _write_cmd(args) -> None:
     print(f"{len(out)} expected values -> {args.out}")
 
 
+def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
+    """Run a config's evaluation from nothing in a fresh directory and write its expected values
+    to ``results/expected/<run>.csv`` of this checkout (or ``out``)."""
+    import shutil
+    import subprocess
+    import sys
+    import tempfile
+
+    import yaml
+
+    from mirage.config import layered, run_name, validate
+
+    repo = Path(__file__).resolve().parents[3]
+    snakefile = repo / "Snakefile"
+    if not snakefile.exists():
+        raise MirageError(f"{snakefile}: no Snakefile. Fix: run `mirage expected regenerate` "
+                          "from a checkout of the project (pip install -e .)")
+    config_path = Path(config_path).resolve()
+    config = validate(layered(config_path), source=str(config_path))
+    run = run_name(config, config_path)
+    own = yaml.safe_load(config_path.read_text()) or {}
+    for cluster in own.get("clusters", {}).values():  # a local trace stays where it is
+        if cluster.get("path") and not Path(cluster["path"]).is_absolute():
+            cluster["path"] = str((Path.cwd() / cluster["path"]).resolve())
+    own.setdefault("run", run)
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"mirage-expected-{run}-"))
+    if work.exists() and any(work.iterdir()):
+        raise MirageError(f"{work}: not empty. Fix: name a new directory; a reference is made "
+                          "from nothing")
+    work.mkdir(parents=True, exist_ok=True)
+    cfg = work / "config.yaml"
+    cfg.write_text(yaml.safe_dump(own, sort_keys=False))
+    print(f"running {config_path.name} (run {run}) from nothing in {work} ...", flush=True)
+    res = subprocess.run([sys.executable, "-m", "snakemake", "evaluation", "-s", str(snakefile),
+                          "-d", str(work), "--configfile", str(cfg), "--cores", str(cores),
+                          "--quiet", "progress"])
+    if res.returncode != 0:
+        raise MirageError(f"the run of {config_path} failed (logs in {work}/logs/{run}); "
+                          "nothing written")
+    tables = sorted((work / "results" / run).glob("*/evaluation.csv"))
+    table = pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
+    out = Path(out) if out else repo / "results" / "expected" / f"{run}.csv"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    expected_from(table).to_csv(out, index=False)
+    print(f"{len(tables)} evaluation table(s) -> {out}")
+    if not keep:
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _regenerate_cmd(args) -> None:
+    regenerate(args.config, args.out, cores=args.cores, keep=args.keep)
+
+
 def register(sub) -> None:
     p = sub.add_parser("expected", help="compare a run's evaluation with expected values")
     s = p.add_subparsers(dest="expected_command", required=True)
@@ -115,3 +178,10 @@ def register(sub) -> None:
     w.add_argument("--out", required=True)
     w.add_argument("--load-levels", nargs="+", default=["all"])
     w.set_defaults(func=_write_cmd)
+    r = s.add_parser("regenerate", help="run a config from nothing in a fresh directory and "
+                     "write its expected values (results/expected/<run>.csv)")
+    r.add_argument("config", help="config/<name>.yaml")
+    r.add_argument("--out", help="default: results/expected/<run>.csv of this checkout")
+    r.add_argument("--cores", type=int, default=2)
+    r.add_argument("--keep", help="run in this (new, empty) directory and keep it")
+    r.set_defaults(func=_regenerate_cmd)

@@ -104,6 +104,40 @@ def evaluate(policies: dict[str, Policy], data: SampleSet, *, c_I: float = 1.0,
     return summarize(outcomes(policies, data, c_I=c_I, c_O=c_O))
 
 
+def level_tradeoff(table: pd.DataFrame, baselines=None) -> pd.DataFrame:
+    """Every policy's mean cost at each load level side by side, one row per (cluster, mode,
+    chain size, policy), with ``beats_<level>``: cheaper than every baseline at that level,
+    and ``beats_all_levels``.
+
+    The goal "beat every baseline at every load level" asks one policy to win cells whose
+    level is known only in hindsight; this table (drawn by
+    mirage.figures.evaluation.level_tradeoff_figure) shows whether any single policy does, and
+    how far each is from doing so. A level without samples in a group counts for every
+    policy; a group without baselines has no winner.
+    """
+    if baselines is None:
+        from mirage.report import BASELINES as baselines
+    keys = [k for k in ("cluster", "mode", "chain_nodes") if k in table.columns]
+    per = table[table["load_level"] != ALL]
+    wide = per.pivot_table(index=keys + ["policy"], columns="load_level", values="cost")
+    levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
+    wide = wide[levels].reset_index()
+    wide.columns.name = None
+    wide["baseline"] = wide["policy"].isin(baselines)
+    best_base = (wide[wide["baseline"]].groupby(keys)[levels].min()
+                 .rename(columns=lambda lvl: f"_ref_{lvl}").reset_index())
+    ref = wide[keys].merge(best_base, on=keys, how="left")  # keeps wide's row order
+    has_base = wide[keys].merge(best_base[keys].assign(_has=1), on=keys, how="left")[
+        "_has"].notna().to_numpy()
+    for lvl in levels:
+        mine, theirs = wide[lvl].to_numpy(dtype=float), ref[f"_ref_{lvl}"].to_numpy(dtype=float)
+        absent = np.isnan(mine) & np.isnan(theirs)  # the group has no sample of this level
+        with np.errstate(invalid="ignore"):
+            wide[f"beats_{lvl}"] = has_base & ((mine < theirs) | absent)
+    wide["beats_all_levels"] = wide[[f"beats_{lvl}" for lvl in levels]].all(axis=1)
+    return wide
+
+
 def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
     """GitHub markdown without the optional ``tabulate`` dependency."""
     def fmt(v):

@@ -1,4 +1,4 @@
-"""The shape of a trace at a glance: arrivals, job mix, load and waits over time.
+"""The shape of a trace at a glance: arrivals, job mix, load, queue and waits over time.
 
 With a reference trace (e.g. the real ls6 beside a synthetic one) both are drawn on the same
 axes, so a calibration gap shows as two curves that part.
@@ -8,73 +8,114 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
+import pandas as pd
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from mirage.traces.profile import HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H, busy_nodes, trace_profile  # noqa: E402
+from mirage.figures.style import DOUBLE_W, date_axis, log_axis, save, styled
+from mirage.traces.profile import (
+    HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H, busy_nodes, queued_jobs, trace_profile,
+)
 
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+TRACE_COLORS = ("#1f77b4", "#e66100")  # the trace, the reference
 
 
-def plot_trace(jobs: pd.DataFrame, out: str | Path, *, label: str, reference: pd.DataFrame | None = None,
-               reference_label: str = "reference") -> None:
+def trace_figures(jobs: pd.DataFrame, *, label: str, reference: pd.DataFrame | None = None,
+                  reference_label: str = "reference") -> dict:
+    """{"trace_overview": Figure}: six distributions (submits by hour and weekday, node-count
+    mix, limits, waits, runtime / limit) above three series over time (busy nodes, queue
+    length, mean wait of long jobs per day)."""
+    return {"trace_overview": _overview(jobs, label, reference, reference_label)}
+
+
+def plot_trace(jobs: pd.DataFrame, out: str | Path, *, label: str,
+               reference: pd.DataFrame | None = None,
+               reference_label: str = "reference") -> tuple[Path, Path]:
+    """The overview written to ``out`` (a path stem; .png and .pdf are added)."""
+    fig = trace_figures(jobs, label=label, reference=reference,
+                        reference_label=reference_label)["trace_overview"]
+    return save(fig, out)
+
+
+@styled
+def _overview(jobs, label, reference, reference_label):
+    import matplotlib.pyplot as plt
+
     traces = [(label, jobs)] + ([(reference_label, reference)] if reference is not None else [])
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8), constrained_layout=True)
-    for (name, df), color in zip(traces, ("tab:blue", "tab:orange")):
+    fig = plt.figure(figsize=(DOUBLE_W, 8.6))
+    top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.15])
+    dist = top.subplots(2, 3)
+    series = bottom.subplots(3, 1, sharex=True)
+    width = 0.8 / len(traces)
+    for n, ((name, df), color) in enumerate(zip(traces, TRACE_COLORS)):
         prof = trace_profile(df)
         kw = dict(color=color, label=name)
-        axes[0, 0].plot(range(24), np.array(prof["hour_shares"]) * 100, marker="o", **kw)
-        axes[0, 1].plot(WEEKDAYS, np.array(prof["weekday_shares"]) * 100, marker="o", **kw)
+        dist[0, 0].plot(range(24), np.array(prof["hour_shares"]) * 100, marker="o", ms=2.5, **kw)
+        dist[0, 1].plot(WEEKDAYS, np.array(prof["weekday_shares"]) * 100, marker="o", ms=2.5, **kw)
         mix = prof["node_mix"]
-        offset = 0.2 if name != label else -0.2
-        axes[0, 2].bar(np.arange(len(mix)) + offset, np.array(list(mix.values())) * 100, width=0.4, **kw)
-        axes[0, 2].set_xticks(range(len(mix)), list(mix))
-        limit_h = np.sort(df["time_limit_min"].to_numpy(float) / 60)
-        axes[0, 3].step(limit_h, np.arange(1, len(limit_h) + 1) / len(limit_h), where="post", **kw)
-        wait_h = np.sort((df["start"] - df["submit"]).dt.total_seconds().to_numpy() / 3600)
-        axes[1, 0].step(np.maximum(wait_h, 1 / 60), np.arange(1, len(wait_h) + 1) / len(wait_h), where="post", **kw)
-        t0, t1 = df["submit"].min().floor("D"), df["submit"].max().floor("D") + pd.Timedelta("1D")
-        # dates, not days since the start: two traces of one cluster line up in time
-        busy = busy_nodes(df, t0, t1).resample("D").mean()
-        axes[1, 1].plot(busy.index, busy.to_numpy(), **kw)
-        daily = _daily_long_wait(df)
-        axes[1, 2].plot(daily.index, np.maximum(daily.to_numpy(), 0.01), **kw)
+        offset = (n - (len(traces) - 1) / 2) * width
+        dist[0, 2].bar(np.arange(len(mix)) + offset, np.array(list(mix.values())) * 100,
+                       width=width, **kw)
+        dist[0, 2].set_xticks(range(len(mix)), list(mix))
+        _cdf(dist[1, 0], df["time_limit_min"].to_numpy(float) / 60, **kw)
+        wait_h = (df["start"] - df["submit"]).dt.total_seconds().to_numpy() / 3600
+        _cdf(dist[1, 1], np.maximum(wait_h, 1 / 60), **kw)
         ratio = np.clip((df["end"] - df["start"]).dt.total_seconds().to_numpy() / 60
                         / df["time_limit_min"].to_numpy(float), 0, 1)
-        axes[1, 3].hist(ratio, bins=20, range=(0, 1), density=True, histtype="step", linewidth=2, **kw)
+        dist[1, 2].hist(ratio, bins=20, range=(0, 1), density=True, histtype="step", lw=1.3, **kw)
 
-    axes[1, 2].set_yscale("log")
-    axes[1, 2].axhspan(0.01, LOW_WAIT_H, color="green", alpha=0.08, label=f"low (<= {LOW_WAIT_H:g} h)")
-    axes[1, 2].axhspan(HEAVY_WAIT_H, max(axes[1, 2].get_ylim()[1], 2 * HEAVY_WAIT_H), color="red",
-                       alpha=0.08, label=f"heavy (> {HEAVY_WAIT_H:g} h)")
-    for ax in (axes[1, 1], axes[1, 2]):
-        ax.tick_params(axis="x", labelrotation=30)
-    titles = [
-        ("submits by hour of day", "hour", "% of jobs"),
-        ("submits by weekday", "", "% of jobs"),
-        ("node-count mix", "nodes", "% of jobs"),
-        ("time limits (CDF)", "limit (h)", "share of jobs"),
-        ("queue wait (CDF)", "wait (h, log)", "share of jobs"),
-        ("busy nodes (daily mean)", "", "nodes"),
-        (f"mean wait of jobs with limit >= {LONG_LIMIT_MIN // 60} h, per submit day", "", "hours (log)"),
-        ("runtime / limit", "ratio", "density"),
-    ]
-    for ax, (title, xl, yl) in zip(axes.flat, titles):
+        t0, t1 = df["submit"].min().floor("D"), df["submit"].max().floor("D") + pd.Timedelta("1D")
+        # dates, not days since the start: two traces of one cluster line up in time
+        for ax, level in ((series[0], busy_nodes(df, t0, t1)), (series[1], queued_jobs(df, t0, t1))):
+            hourly = level.resample("h").mean()
+            ax.plot(hourly.index, hourly.to_numpy(), color=color, lw=0.5, alpha=0.45)
+            daily = level.resample("D").mean()
+            ax.plot(daily.index + pd.Timedelta("12h"), daily.to_numpy(), lw=1.3,
+                    label=f"{name} (daily mean)" if ax is series[0] else None, color=color)
+        daily = _daily_long_wait(df)
+        series[2].plot(daily.index + pd.Timedelta("12h"), np.maximum(daily.to_numpy(), 0.01),
+                       marker="o", ms=2, lw=1.1, color=color)
+
+    ax = series[2]
+    log_axis(ax, "y")
+    ax.axhspan(0.01, LOW_WAIT_H, color="green", alpha=0.08, lw=0, label=f"low (<= {LOW_WAIT_H:g} h)")
+    ax.axhspan(HEAVY_WAIT_H, max(ax.get_ylim()[1], 2 * HEAVY_WAIT_H), color="red", alpha=0.08,
+               lw=0, label=f"heavy (> {HEAVY_WAIT_H:g} h)")
+    ax.legend(loc="upper left", ncols=2)
+    series[0].legend(loc="upper left", ncols=2)
+    for ax, title, yl in (
+        (dist[0, 0], "submits by hour of day", "% of jobs"),
+        (dist[0, 1], "submits by weekday", "% of jobs"),
+        (dist[0, 2], "node-count mix", "% of jobs"),
+        (dist[1, 0], "time limit (CDF)", "share of jobs"),
+        (dist[1, 1], "queue wait (CDF)", "share of jobs"),
+        (dist[1, 2], "runtime / limit", "density"),
+        (series[0], "busy nodes (hourly, daily mean)", "nodes"),
+        (series[1], "queue length: jobs waiting (hourly, daily mean)", "jobs"),
+        (series[2], f"mean wait of jobs with limit >= {LONG_LIMIT_MIN // 60} h, per submit day",
+         "wait [h]"),
+    ):
         ax.set_title(title)
-        ax.set_xlabel(xl)
         ax.set_ylabel(yl)
-        ax.grid(alpha=0.3)
-    axes[1, 0].set_xscale("log")
-    axes[0, 0].legend()
-    axes[1, 2].legend(fontsize=8)
-    fig.suptitle(f"trace profile: {label}" + (f" vs {reference_label}" if reference is not None else ""))
-    Path(out).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
+    dist[0, 0].set_xlabel("hour")
+    dist[0, 0].set_xticks(range(0, 24, 6))
+    dist[0, 2].set_xlabel("nodes")
+    dist[1, 0].set_xlabel("limit [h]")
+    dist[1, 1].set_xlabel("wait [h]")
+    log_axis(dist[1, 1], "x")
+    dist[1, 2].set_xlabel("ratio")
+    if len(traces) > 1:
+        dist[0, 0].legend()
+    spans = [(df["submit"].max() - df["submit"].min()) / pd.Timedelta("1D") for _, df in traces]
+    date_axis(series[2], max(spans))
+    fig.suptitle(f"Trace profile: {label}" + (f" vs {reference_label}" if reference is not None else ""))
+    return fig
+
+
+def _cdf(ax, values, **kw):
+    v = np.sort(np.asarray(values, dtype=float))
+    if len(v):
+        ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", lw=1.2, **kw)
 
 
 def _daily_long_wait(df: pd.DataFrame) -> pd.Series:

@@ -1,4 +1,4 @@
-"""``mirage fit``: train one policy on one cluster's training samples of one chain size."""
+"""``mirage fit``: train policies on one cluster's training samples of one chain size."""
 
 from __future__ import annotations
 
@@ -43,8 +43,19 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
 
 def _fit(args) -> None:
     from mirage.policies.data import SampleSet
-    from mirage.policies.registry import TORCH_POLICIES, make_policy, save_policy
 
+    if len(args.out) != len(args.policy):
+        raise MirageError(f"{len(args.policy)} policies but {len(args.out)} --out directories; "
+                          "give one --out per policy, in the same order")
+    params = json.loads(args.params)
+    if len(args.policy) > 1:  # several policies: --params maps each name to its parameters
+        unknown = set(params) - set(args.policy)
+        if unknown:
+            raise MirageError(f"--params names {sorted(unknown)}, which are not fitted here; "
+                              "with several policies it maps a policy name to its parameters")
+        params = {name: params.get(name, {}) for name in args.policy}
+    else:
+        params = {args.policy[0]: params}
     data = SampleSet.load(args.samples)
     train = data.split("train")
     train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes, "sample_id"])
@@ -53,20 +64,44 @@ def _fit(args) -> None:
             f"{args.samples}: no training samples with chain_nodes={args.chain_nodes}; "
             "check samples.chain_nodes and the training window in the config"
         )
-    params = policy_params(args.policy, json.loads(args.params), c_I=args.c_I, c_O=args.c_O,
-                           device=args.device, threads=args.threads)
-    policy = make_policy(args.policy, **params)
+    # the samples are read once for every policy: one process per policy would spend more
+    # starting Python and reading them than most policies take to fit
+    for name, out in zip(args.policy, args.out):
+        fit_one(name, params[name], train, args, Path(out))
+
+
+def fit_one(name: str, params: dict, train, args, out: Path) -> None:
+    """Fit one policy on ``train`` and save it with its ``fit.json`` (and training curve)."""
+    from mirage.policies.registry import TORCH_POLICIES, make_policy, save_policy
+
+    params = policy_params(name, params, c_I=args.c_I, c_O=args.c_O, device=args.device,
+                           threads=args.threads)
+    policy = make_policy(name, **params)
     t0 = time.perf_counter()
     policy.fit(train, seed=args.seed)
     seconds = time.perf_counter() - t0
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    path = save_policy(policy, out / ("model.pt" if args.policy in TORCH_POLICIES else "model.joblib"))
-    info = {"policy": args.policy, "params": params, "seed": args.seed, "chain_nodes": args.chain_nodes,
+    path = save_policy(policy, out / ("model.pt" if name in TORCH_POLICIES else "model.joblib"))
+    info = {"policy": name, "params": params, "seed": args.seed, "chain_nodes": args.chain_nodes,
             "train_samples": len(train), "train_points": len(train.points), "fit_seconds": round(seconds, 2),
             "model": path.name}
     (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    print(f"{args.policy} n={args.chain_nodes}: fitted on {len(train)} samples in {seconds:.1f} s -> {path}")
+    write_history(policy, out)
+    print(f"{name} n={args.chain_nodes}: fitted on {len(train)} samples in {seconds:.1f} s -> {path}",
+          flush=True)
+
+
+def write_history(policy, out) -> Path | None:
+    """The fit's training curve (``history_`` of DQN and policy gradient) as ``training.csv``
+    in the model directory, for ``mirage figures training``; None for the other policies."""
+    history = getattr(policy, "history_", None)
+    if not history:
+        return None
+    import pandas as pd
+
+    path = Path(out) / "training.csv"
+    pd.DataFrame(history).to_csv(path, index=False)
+    return path
 
 
 def load_fitted(directory, device: str | None = None):
@@ -79,15 +114,17 @@ def load_fitted(directory, device: str | None = None):
 
 
 def register(sub) -> None:
-    p = sub.add_parser("fit", help="train a policy on a cluster's training samples")
-    p.add_argument("policy")
+    p = sub.add_parser("fit", help="train policies on a cluster's training samples")
+    p.add_argument("policy", nargs="+", help="one or more policy names, fitted in this order")
     p.add_argument("--samples", required=True, help="SampleSet directory (mirage samples gather)")
     p.add_argument("--chain-nodes", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--params", default="{}", help="JSON of the policy's parameters")
+    p.add_argument("--params", default="{}", help="JSON of the policy's parameters; with several "
+                   "policies, JSON mapping a policy name to its parameters")
     p.add_argument("--c-I", dest="c_I", type=float, default=1.0, help="cost of an hour of interruption")
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5, help="cost of an hour of overlap")
     p.add_argument("--device", default="cpu", help="torch device for DQN / policy gradient")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for the model library")
-    p.add_argument("--out", required=True, help="directory for the fitted model and fit.json")
+    p.add_argument("--out", required=True, nargs="+",
+                   help="directory for the fitted model and fit.json, one per policy")
     p.set_defaults(func=_fit)

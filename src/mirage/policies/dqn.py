@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from mirage.policies.data import SampleSet
 from mirage.policies.env import ProvisioningEnv
-from mirage.policies.neural import TorchPolicy, seed_everything
+from mirage.policies.neural import TorchPolicy, record_every, seed_everything
 
 
 @dataclass
@@ -104,6 +104,7 @@ class DQN(TorchPolicy):
 
         t0 = time.perf_counter()
         self.history_ = []
+        every = record_every(cfg.total_timesteps)
         obs, _ = env.reset(seed=seed)
         ep_costs = []
         for step in range(cfg.total_timesteps):
@@ -139,7 +140,7 @@ class DQN(TorchPolicy):
                 opt.step()
             if step % cfg.target_network_frequency == 0:
                 target.load_state_dict(q_net.state_dict())
-            if step % 10_000 == 0 and ep_costs:
+            if step % every == 0 and ep_costs:
                 self.history_.append({"step": step, "epsilon": eps,
                                       "mean_episode_cost": float(np.mean(ep_costs[-200:]))})
         self.train_seconds_ = time.perf_counter() - t0

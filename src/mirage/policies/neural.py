@@ -37,6 +37,16 @@ def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequenti
     return nn.Sequential(*mods)
 
 
+#: about how many points of a fit's training curve ``history_`` keeps (DQN, policy gradient);
+#: recording only reads the training state, so it changes no decision
+HISTORY_POINTS = 60
+
+
+def record_every(total: int) -> int:
+    """The interval, in steps or updates, of ``history_`` over a fit of ``total`` of them."""
+    return max(1, int(total) // HISTORY_POINTS)
+
+
 def seed_everything(seed: int) -> np.random.Generator:
     torch.manual_seed(seed)
     return np.random.default_rng(seed)

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from mirage.policies.data import SampleSet
-from mirage.policies.neural import TorchPolicy, mlp, seed_everything
+from mirage.policies.neural import TorchPolicy, mlp, record_every, seed_everything
 
 
 @dataclass
@@ -68,6 +68,7 @@ class PolicyGradient(TorchPolicy):
 
         t0 = time.perf_counter()
         self.history_ = []
+        every = record_every(cfg.updates)
         for update in range(cfg.updates):
             idx = rng.integers(ep.n_samples, size=cfg.episodes_per_update)
             start, last = ep.starts[idx], ep.n[idx] - 1
@@ -117,7 +118,7 @@ class PolicyGradient(TorchPolicy):
             opt.zero_grad()
             loss.backward()
             opt.step()
-            if update % 20 == 0:
+            if update % every == 0:
                 self.history_.append({"update": update, "mean_episode_cost": float(-reward.mean()),
                                       "entropy": float(ent.detach().mean())})
         self.train_seconds_ = time.perf_counter() - t0

@@ -22,6 +22,8 @@ def _profile(args):
 
 
 def _fidelity(args) -> None:
+    import pandas as pd
+
     from .fidelity import default_periods, fidelity_report, write_report
     from .io import load_table
 
@@ -29,11 +31,15 @@ def _fidelity(args) -> None:
     prof = _profile(args)
     starts = tuple(s for s in args.windows.split(",") if s) if args.windows else ()
     periods = default_periods(table, window_days=args.window_days, starts=starts)
-    report = fidelity_report(table, prof, periods, variants=args.variants)
+    points = [] if args.points else None
+    report = fidelity_report(table, prof, periods, variants=args.variants, points=points)
     report["trace"] = str(args.trace)
     report["command"] = (f"mirage sim fidelity {args.trace} --cluster {args.cluster} "
                          f"--out {args.out}")
-    fig = write_report(report, args.out, figure=not args.no_figure)
+    write_report(report, args.out)
+    if args.points:
+        Path(args.points).parent.mkdir(parents=True, exist_ok=True)
+        pd.concat(points, ignore_index=True).to_parquet(args.points, index=False)
     for per in report["periods"]:
         print(per["period"]["name"], f"({per['period']['long_jobs']} jobs >= 24 h):")
         for m in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
@@ -43,7 +49,7 @@ def _fidelity(args) -> None:
         print(f"variant {name}:")
         for pname, vals in per.items():
             print(f"  {pname[:24]:24s} " + "  ".join(f"{k}={_fmt(v)}" for k, v in vals.items()))
-    print(f"report -> {args.out}" + (f"; figure -> {fig}" if fig else ""))
+    print(f"report -> {args.out}" + (f"; leave-one-out points -> {args.points}" if args.points else ""))
 
 
 def _fmt(v) -> str:
@@ -142,11 +148,12 @@ def register(subparsers) -> None:
 
     f = sub.add_parser("fidelity", help="measure how well the simulator reproduces a real trace")
     _common(f)
-    f.add_argument("--out", required=True, help="report JSON (a .png figure is written next to it)")
+    f.add_argument("--out", required=True, help="report JSON (figures: mirage figures fidelity)")
+    f.add_argument("--points", help="also write every period's leave-one-out jobs, real and "
+                                    "predicted starts, to this .parquet")
     f.add_argument("--window-days", type=float, default=5.0, help="length of each window (days)")
     f.add_argument("--windows", default="2022-11-01,2023-03-01",
                    help="comma-separated window starts; the whole trace is always added")
-    f.add_argument("--no-figure", action="store_true")
     f.add_argument("--variants", action="store_true",
                    help="also evaluate named changes of the profile on the windows (ablation)")
     f.set_defaults(func=_fidelity)

@@ -128,9 +128,10 @@ def replay_metrics(sim_daily: pd.Series, real_daily: pd.Series) -> dict:
 # ---------------------------------------------------------------------------- report
 def evaluate_period(table: JobTable, profile: ClusterProfile, period: Period,
                     compat: ClusterProfile | None = None, user_max_jobs=None,
-                    baselines: bool = True) -> dict:
+                    baselines: bool = True, points: list | None = None) -> dict:
     """All figures of one period; ``baselines=False`` skips the compat simulation (its entries
-    then repeat the zero-wait ones and must not be read)."""
+    then repeat the zero-wait ones and must not be read). With a list ``points``, the period's
+    leave-one-out jobs are appended to it as one table (see loo_points)."""
     compat = compat or compat_profile(profile.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
     long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
@@ -153,6 +154,8 @@ def evaluate_period(table: JobTable, profile: ClusterProfile, period: Period,
         "zero_wait": replay_metrics(daily_mean_wait(table.submit, table.submit, period), real_daily),
         "compat": replay_metrics(daily_mean_wait(table.submit, compat_starts, period), real_daily),
     }
+    if points is not None:
+        points.append(loo_points(table, long_jobs, loo_sim, compat_starts[long_jobs], period))
     for m in METRICS:
         src = loo if m.startswith("loo") else rep
         res[m] = {p: src[p][m] for p in PREDICTORS}
@@ -163,6 +166,27 @@ def evaluate_period(table: JobTable, profile: ClusterProfile, period: Period,
         "compat": _nan_to_none(daily_mean_wait(table.submit, compat_starts, period).to_numpy()),
     }
     return res
+
+
+def loo_points(table: JobTable, jobs: np.ndarray, sim_start: np.ndarray,
+               compat_start: np.ndarray, period: Period) -> pd.DataFrame:
+    """One row per leave-one-out job of a period: its real start and the predicted ones
+    (``sim_start``: the warm-started what-if; ``compat_start``: the compat replay; NaT where
+    the prediction never starts it; the zero-wait prediction is the submit itself)."""
+    def times(s):
+        s = np.asarray(s, dtype=np.int64)
+        return pd.Series(np.where(s >= 0, s, 0).astype("datetime64[s]")).where(s >= 0)
+
+    return pd.DataFrame({
+        "period": period.name,
+        "job_id": table.job_id[jobs].astype(str),
+        "nodes": table.nodes[jobs].astype(np.int64),
+        "limit_h": table.limit[jobs] / 3600.0,
+        "submit": times(table.submit[jobs]),
+        "real_start": times(table.start[jobs]),
+        "sim_start": times(sim_start),
+        "compat_start": times(compat_start),
+    })
 
 
 #: named changes to the calibrated profile, evaluated by ``mirage sim fidelity --variants``
@@ -203,11 +227,13 @@ def _nan_to_none(a) -> list:
 
 
 def fidelity_report(table: JobTable, profile: ClusterProfile, periods: list[Period] | None = None,
-                    user_max_jobs=None, variants: bool = False) -> dict:
+                    user_max_jobs=None, variants: bool = False, points: list | None = None) -> dict:
     """The fidelity report: top-level metric keys hold the whole-trace figures; ``periods`` holds
-    every period's figures (the two reference windows and the whole trace)."""
+    every period's figures (the two reference windows and the whole trace). With a list
+    ``points``, every period's leave-one-out jobs are appended to it (loo_points)."""
     periods = periods or default_periods(table)
-    per = [evaluate_period(table, profile, p, user_max_jobs=user_max_jobs) for p in periods]
+    per = [evaluate_period(table, profile, p, user_max_jobs=user_max_jobs, points=points)
+           for p in periods]
     main = per[-1]
     report = {m: main[m] for m in METRICS}
     report["cluster"] = profile.cluster
@@ -234,49 +260,9 @@ def _profile_summary(p: ClusterProfile) -> dict:
     }
 
 
-def write_report(report: dict, out: str | Path, figure: bool = True) -> Path | None:
+def write_report(report: dict, out: str | Path) -> Path:
+    """The report as JSON at ``out`` (its figures: ``mirage figures fidelity``)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2, default=str))
-    if figure:
-        fig_path = out.with_suffix(".png")
-        plot_report(report, fig_path)
-        return fig_path
-    return None
-
-
-def plot_report(report: dict, path: str | Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    periods = report["periods"]
-    fig, axes = plt.subplots(1, len(periods) + 1, figsize=(5 * (len(periods) + 1), 4))
-    for ax, per in zip(axes, periods):
-        d = per["daily"]
-        x = pd.to_datetime(d["day"])
-        long = len(x) > 31
-        for key, style in (("real", "k-"), ("sim", "C0-"), ("compat", "C3--")):
-            y = pd.Series([np.nan if v is None else v for v in d[key]], dtype=float)
-            if long:  # daily means of months are noise; show what the MAPE compares
-                y = y.rolling(7, min_periods=1).mean()
-            ax.plot(x, y.to_numpy(), style, label=key, lw=1.2)
-        ax.set_title(per["period"]["name"], fontsize=9)
-        if long:
-            ax.set_yscale("symlog", linthresh=1.0)
-        ax.set_ylabel("7-day mean wait (h)" if long else "daily mean wait (h)")
-        ax.tick_params(axis="x", rotation=45, labelsize=7)
-        ax.legend(fontsize=7)
-    ax = axes[-1]
-    names = [p["period"]["name"].split(" (")[0] for p in periods]
-    w = 0.25
-    for k, pred in enumerate(PREDICTORS):
-        vals = [p["loo_mae_h"][pred] or 0 for p in periods]
-        ax.bar(np.arange(len(periods)) + (k - 1) * w, vals, w, label=pred)
-    ax.set_xticks(np.arange(len(periods)), names, fontsize=7)
-    ax.set_ylabel("leave-one-out MAE of start (h), jobs >= 24 h")
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    return out

@@ -1,6 +1,6 @@
 """Comparable statistics of a job trace, and the differences between two traces.
 
-Used to check the synthetic generator against a real trace (tests) and for a figure. All
+Used to check the synthetic generator against a real trace (tests) and for figures. All
 statistics are plain floats, lists or dicts so a profile serialises to JSON as it is.
 
 Arrival, mix and wait statistics cover jobs *submitted* in the window; busy nodes count every
@@ -105,17 +105,24 @@ def _quantiles(x: np.ndarray, qs=QUANTILES) -> dict[str, float]:
 
 def busy_nodes(df: pd.DataFrame, t0: pd.Timestamp, t1: pd.Timestamp) -> pd.Series:
     """Nodes in use sampled every 10 minutes over the window."""
+    return _level(df["start"], df["end"], df["nodes"].to_numpy(np.int64), t0, t1)
+
+
+def queued_jobs(df: pd.DataFrame, t0: pd.Timestamp, t1: pd.Timestamp) -> pd.Series:
+    """Jobs waiting in the queue (submitted, not yet started) sampled every 10 minutes."""
+    return _level(df["submit"], df["start"], np.ones(len(df), np.int64), t0, t1)
+
+
+def _level(on: pd.Series, off: pd.Series, weight: np.ndarray, t0, t1) -> pd.Series:
+    """The sum of ``weight`` over the intervals [on, off) that cover each 10-minute grid time."""
     grid = pd.date_range(t0, t1, freq=GRID, inclusive="left")
-    starts = df["start"].to_numpy("datetime64[s]")
-    ends = df["end"].to_numpy("datetime64[s]")
-    nodes = df["nodes"].to_numpy(np.int64)
-    times = np.concatenate([starts, ends])
-    delta = np.concatenate([nodes, -nodes])
+    times = np.concatenate([on.to_numpy("datetime64[s]"), off.to_numpy("datetime64[s]")])
+    delta = np.concatenate([weight, -weight])
     order = np.argsort(times, kind="stable")
     times, level = times[order], np.cumsum(delta[order])
     idx = np.searchsorted(times, grid.to_numpy("datetime64[s]"), side="right") - 1
-    busy = np.where(idx >= 0, level[np.maximum(idx, 0)], 0)
-    return pd.Series(busy.astype(float), index=grid)
+    out = np.where(idx >= 0, level[np.maximum(idx, 0)], 0)
+    return pd.Series(out.astype(float), index=grid)
 
 
 def _load_days(win: pd.DataFrame) -> dict[str, float]:

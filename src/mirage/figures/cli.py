@@ -1,0 +1,117 @@
+"""``mirage figures evaluation|fidelity|trace|training``: every figure, drawn from the tables the
+other stages wrote (a figure can be redrawn without re-running what it shows).
+
+Each command creates ``--out-dir``, writes there only, one ``NAME.png`` and ``NAME.pdf`` per
+figure (NAME matches ``[a-z0-9_]+``), and prints one line per figure; a figure without data
+is left out with a printed ``note:`` line, never an error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from mirage.errors import MirageError
+
+
+def _read(path, kind: str):
+    """A table (.parquet or .csv) or a JSON report, or one error line naming the file."""
+    import pandas as pd
+
+    path = Path(path)
+    if not path.is_file():
+        raise MirageError(f"{path}: no such file; it is the {kind}. Fix: run the stage that "
+                          "writes it, or pass its path")
+    try:
+        if path.suffix == ".json":
+            return json.loads(path.read_text())
+        return pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise MirageError(f"{path}: cannot read the {kind}: {exc}") from None
+
+
+def write_all(items, out_dir) -> list[Path]:
+    """Save every ``(name, figure, note)`` of ``items`` into ``out_dir`` (created), printing
+    one line per figure and per note; returns the PNG paths."""
+    from mirage.figures.style import save
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, fig, note in items:
+        if fig is None:
+            print(f"note: {name} skipped: {note}")
+            continue
+        png, pdf = save(fig, out_dir / name)
+        print(f"{name}: {png} {pdf}")
+        written.append(png)
+    return written
+
+
+def _evaluation(args) -> None:
+    from mirage.figures.evaluation import evaluation_figures
+
+    outcomes = _read(args.outcomes, "outcomes table of mirage evaluate")
+    table = _read(args.evaluation, "evaluation table of mirage evaluate")
+    sweep = _read(args.lead_sweep, "lead-sweep table of mirage evaluate") if args.lead_sweep else None
+    write_all(evaluation_figures(outcomes, table, sweep, label=args.label), args.out_dir)
+
+
+def _fidelity(args) -> None:
+    from mirage.figures.fidelity import fidelity_figures
+
+    report = _read(args.report, "fidelity report of mirage sim fidelity")
+    points = (_read(args.points, "leave-one-out points of mirage sim fidelity --points")
+              if args.points else None)
+    write_all(fidelity_figures(report, points, label=args.label), args.out_dir)
+
+
+def _trace(args) -> None:
+    from mirage.figures.traces import trace_figures
+
+    jobs = _read(args.clean, "clean trace")
+    reference = _read(args.reference, "reference trace") if args.reference else None
+    figs = trace_figures(jobs, label=args.label, reference=reference,
+                         reference_label=args.reference_label)
+    write_all(((name, fig, "") for name, fig in figs.items()), args.out_dir)
+
+
+def _training(args) -> None:
+    from mirage.figures.training import read_histories, training_figures
+
+    histories, notes = read_histories(args.models)
+    for note in notes:
+        print(f"note: {note}")
+    write_all(training_figures(histories, label=args.label), args.out_dir)
+
+
+def register(sub) -> None:
+    fig = sub.add_parser("figures", help="draw the figures from the tables other stages wrote")
+    fsub = fig.add_subparsers(dest="figures_command", required=True)
+
+    def command(name, help, func):
+        p = fsub.add_parser(name, help=help)
+        p.add_argument("--label", default="", help="the cluster's name in titles")
+        p.add_argument("--out-dir", required=True, help="NAME.png and NAME.pdf per figure")
+        p.set_defaults(func=func)
+        return p
+
+    p = command("evaluation", "x distributions, goal shares, costs, trade-offs, lead sweeps",
+                _evaluation)
+    p.add_argument("--outcomes", required=True, help="outcomes.parquet of mirage evaluate")
+    p.add_argument("--evaluation", required=True, help="evaluation.csv of mirage evaluate")
+    p.add_argument("--lead-sweep", help="lead_sweep.csv of mirage evaluate")
+
+    p = command("fidelity", "simulated vs real waits: daily means and leave-one-out", _fidelity)
+    p.add_argument("--report", required=True, help="fidelity.json of mirage sim fidelity")
+    p.add_argument("--points", help="the .parquet of mirage sim fidelity --points")
+
+    p = command("trace", "the trace at a glance", _trace)
+    p.add_argument("--clean", required=True, help="clean canonical table (.parquet)")
+    p.add_argument("--reference", help="another clean table drawn on the same axes")
+    p.add_argument("--reference-label", default="reference")
+
+    p = command("training", "training curves of the DQN and policy-gradient fits", _training)
+    p.add_argument("--models", nargs=2, action="append", required=True, metavar=("MODE", "DIR"),
+                   help="simulator mode and its models directory (repeatable); reads "
+                        "DIR/n*/dqn*/training.csv and DIR/n*/pg*/training.csv")
