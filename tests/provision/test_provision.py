@@ -125,7 +125,7 @@ class Background:
 def test_busy_cluster_reactive_waits_where_plan_lead_does_not(slurm_cluster, tiny_run, tmp_path):
     c = slurm_cluster
     c.wait_idle()
-    fitted = tiny_run / "results" / "ls6" / "calibrated" / "models" / "n1" / "quantile"
+    fitted = tiny_run / "results" / "tiny" / "ls6" / "calibrated" / "models" / "n1" / "quantile"
     for name in ("reactive", "plan", "fitted"):
         (tmp_path / name).mkdir()
     with Background(c):

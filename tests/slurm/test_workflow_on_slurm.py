@@ -67,6 +67,11 @@ def test_tiny_config_through_slurm_equals_local_run(slurm_cluster, tiny_run, tmp
     targets = ("evaluation", "report")
     expected = _dag_jobs(work, *targets)
     profile = c.profile(tmp_path / "profile")
+    # every rule here runs on one thread; one with two shows that a rule's threads become the
+    # job's CPUs (the samples do not depend on it)
+    cfg = yaml.safe_load((profile / "config.yaml").read_text())
+    cfg["set-threads"] = {"sample_shard": 2}
+    (profile / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
     proc, log = _start(c, work, profile, *targets)
     # a fault: the first sample_shard job that runs is cancelled under Snakemake's feet
     cancelled = None
@@ -102,7 +107,7 @@ def test_tiny_config_through_slurm_equals_local_run(slurm_cluster, tiny_run, tmp
         assert job["Partition"] == c.partition and job["Account"] == c.account
         assert int(job["TimelimitRaw"]) == res["runtime"], job
         assert job["ReqMem"] == f"{res['mem_mb']}M", job
-        assert int(job["AllocCPUS"]) == (2 if rule == "fit_policies" else 1), job
+        assert int(job["AllocCPUS"]) == (2 if rule == "sample_shard" else 1), job
 
     # the same results as the local run, to the byte; the committed reference figures hold
     for name in ("ls6/evaluation.csv", "ls6/trace/clean_report.json", "ls6/calibrated/samples/summary.json"):

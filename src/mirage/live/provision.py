@@ -421,13 +421,13 @@ def load_policy_spec(spec: str, params: dict | None = None):
             if (path / model).exists():
                 return load_policy(path / model, device="cpu")
         raise ProvisionError(f"{path} holds no model.pt or model.joblib. Fix: pass a fitted policy directory "
-                             "the workflow wrote, results/<cluster>/<mode>/models/n<nodes>/<policy>")
+                             "the workflow wrote, results/<run>/<cluster>/<mode>/models/n<nodes>/<policy>")
     params = dict(params or {})
     if spec in ("fixed_lead", "plan_lead"):
         params.setdefault("tune", False)
     if spec not in ("reactive", "average", "fixed_lead", "plan_lead"):
         raise ProvisionError(f"policy {spec!r} must be fitted first. Fix: pass its directory from a workflow "
-                             "run (results/<cluster>/<mode>/models/n<nodes>/<policy>), or one of the rule "
+                             "run (results/<run>/<cluster>/<mode>/models/n<nodes>/<policy>), or one of the rule "
                              "baselines reactive, average, fixed_lead, plan_lead")
     return make_policy(spec, **params)
 

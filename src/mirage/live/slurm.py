@@ -20,8 +20,11 @@ from dataclasses import dataclass, field
 from mirage.errors import MirageError
 
 #: Fragments of Slurm's messages for failures that pass: the controller restarting, busy or
-#: briefly unreachable, slurmdbd catching up. Anything else (a refused job, a bad option) is
-#: final at once.
+#: briefly unreachable, slurmdbd catching up, and, just after a controller restart, nodes whose
+#: slurmd has not registered again yet ("Requested node configuration is not available" for a
+#: request that fits once they have: seen in CI, `sbatch --test-only` 13 s after a restart; a
+#: request that never fits gets the same message after the retries). Anything else (a refused
+#: job, a bad option) is final at once.
 TRANSIENT = (
     "unable to contact slurm controller",
     "socket timed out",
@@ -34,6 +37,7 @@ TRANSIENT = (
     "problem talking to the database",
     "slurmdbd: connection",
     "timed out after",
+    "requested node configuration is not available",
 )
 
 CLIENT_FIX = ("run this where Slurm's client commands work (a login node of the cluster), or "
