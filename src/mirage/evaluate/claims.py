@@ -31,7 +31,7 @@ import pandas as pd
 
 from mirage.errors import MirageError
 from mirage.evaluate.expected import check, read_evaluations, read_expected
-from mirage.evaluate.metrics import LOAD_LEVELS, to_markdown
+from mirage.evaluate.metrics import LOAD_LEVELS, NOT_LEARNED, to_markdown
 
 # the paper's numbers: (metric, lower end, upper end, unit, text)
 PAPER_CLAIMS = {
@@ -44,7 +44,6 @@ PAPER_METHOD = "pg"
 # a cell (cluster, load level) speaks to a claim only with this many validation samples: with
 # fewer, one sample decides the share and the reduction
 MIN_CELL_SAMPLES = 5
-NOT_LEARNED = {"reactive", "average", "fixed_lead", "plan_lead", "oracle"}
 REPRODUCED, NOT_REPRODUCED, NOT_APPLICABLE = "reproduced", "not reproduced", "not applicable"
 COLUMNS = ["claim", "mode", "chain_nodes", "reading", "policy", "traces", "cells", "measured_min",
            "measured_max", "paper", "verdict", "why"]

@@ -16,6 +16,9 @@ from mirage.policies.base import Policy
 from mirage.policies.data import SampleSet, cost
 
 LOAD_LEVELS = ("low", "medium", "heavy")
+#: the rule baselines a learned policy is judged against, and everything that learns nothing
+BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
+NOT_LEARNED = BASELINES + ("oracle",)
 ALL = "all"
 GROUP_KEYS = ["cluster", "chain_nodes", "load_level", "policy"]
 METRICS = ["n", "mean_interruption_h", "median_interruption_h", "mean_overlap_h",
