@@ -19,7 +19,7 @@ os.environ.update(
 from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
-from mirage.policies import TORCH_POLICY_NAMES  # noqa: E402
+from mirage.policies import TORCH_POLICY_NAMES, replica_names  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
 validate(
@@ -50,8 +50,17 @@ NOTEBOOKS = Path(workflow.basedir) / "notebooks"
 NOTEBOOK_NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 CHAIN_NODES = config["samples"]["chain_nodes"]
 POLICIES = config["policies"]["names"]
-# the torch policies are fitted one per job (a GPU each where the config trains on cuda);
-TORCH_FITS = [p for p in POLICIES if p in TORCH_POLICY_NAMES]
+# the torch policies are fitted one per job (a GPU each where the config trains on cuda), once
+# per training seed: POLICY (the config's seed), POLICY-seed1 (seed + 1), ...
+TRAINING_SEEDS = config["policies"].get("training_seeds", 1)
+REPLICAS = {
+    replica: (p, k)
+    for p in POLICIES
+    if p in TORCH_POLICY_NAMES
+    for k, replica in enumerate(replica_names(p, TRAINING_SEEDS))
+}
+TORCH_FITS = list(REPLICAS)
+MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
 # the others are fitted together, one job per cluster, mode and chain size
 BATCHED = [p for p in POLICIES if p not in TORCH_POLICY_NAMES]
 
@@ -62,13 +71,19 @@ wildcard_constraints:
     mode="|".join(MODES),
     shard=r"\d+",
     nodes=r"\d+",
-    policy="|".join(POLICIES),
+    policy="|".join(MODELS),
 
 
 def gpus(wildcards):
     """GPUs a fit asks the cluster for: one for a torch policy when the config trains on cuda."""
     cuda = str(config["policies"].get("device", "cpu")).startswith("cuda")
-    return int(cuda and wildcards.policy in TORCH_POLICY_NAMES)
+    return int(cuda and wildcards.policy in REPLICAS)
+
+
+def replica(wildcards):
+    """(policy, seed) of a torch fit's model directory name (POLICY or POLICY-seedK)."""
+    policy, k = REPLICAS[wildcards.policy]
+    return policy, config["seed"] + k
 
 
 def code(*modules):

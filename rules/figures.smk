@@ -60,6 +60,7 @@ rule figures_evaluation:
         outcomes=f"{R}/{{cluster}}/outcomes.parquet",
         evaluation=f"{R}/{{cluster}}/evaluation.csv",
         lead_sweep=f"{R}/{{cluster}}/lead_sweep.csv",
+        seeds=f"{R}/{{cluster}}/seeds.csv",
     output:
         figures=report(
             directory(f"{R}/{{cluster}}/figures/evaluation"),
@@ -80,7 +81,7 @@ rule figures_evaluation:
         code=code("mirage.figures.cli"),
     shell:
         "python -m mirage figures evaluation --outcomes {input.outcomes}"
-        " --evaluation {input.evaluation} --lead-sweep {input.lead_sweep}"
+        " --evaluation {input.evaluation} --lead-sweep {input.lead_sweep} --seeds {input.seeds}"
         " --label '{params.label}' --out-dir {output.figures} > {log} 2>&1"
 
 

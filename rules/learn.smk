@@ -37,7 +37,8 @@ rule fit_policies:
 
 
 rule fit_policy:
-    # a torch policy, one per job (one GPU each where the config trains on cuda)
+    # a torch policy, one per job (one GPU each where the config trains on cuda) and training
+    # seed (policies.training_seeds: models/nK/POLICY, POLICY-seed1, ...)
     input:
         samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
     output:
@@ -55,16 +56,17 @@ rule fit_policy:
         gpu=gpus,
     params:
         samples=lambda w, input: str(Path(input.samples).parent),
-        seed=config["seed"],
+        policy=lambda w: replica(w)[0],
+        seed=lambda w: replica(w)[1],
         params=lambda w: json.dumps(
-            config["policies"].get("params", {}).get(w.policy, {})
+            config["policies"].get("params", {}).get(replica(w)[0], {})
         ),
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
         device=config["policies"].get("device", "cpu"),
         code=code("mirage.policies.cli"),
     shell:
-        "python -m mirage fit {wildcards.policy} --samples {params.samples}"
+        "python -m mirage fit {params.policy} --samples {params.samples}"
         " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
         " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
         " --threads {threads} --out {output.model} > {log} 2>&1"
@@ -80,7 +82,7 @@ rule evaluate:
             f"{R}/{{{{cluster}}}}/{{mode}}/models/n{{nodes}}/{{policy}}",
             mode=MODES,
             nodes=CHAIN_NODES,
-            policy=POLICIES,
+            policy=MODELS,
         ),
     output:
         table=report(
@@ -100,6 +102,13 @@ rule evaluate:
             labels={"table": "fits", "cluster": "{cluster}"},
         ),
         lead_sweep=f"{R}/{{cluster}}/lead_sweep.csv",
+        seeds=report(
+            f"{R}/{{cluster}}/seeds.csv",
+            caption="../report/seeds_table.rst",
+            category="Tables",
+            subcategory="{cluster}",
+            labels={"table": "training seeds", "cluster": "{cluster}"},
+        ),
     log:
         f"{LOGS}/{{cluster}}/evaluate.log",
     benchmark:
@@ -112,13 +121,14 @@ rule evaluate:
             for m in MODES
         ),
         policies=" ".join(POLICIES),
+        seeds=TRAINING_SEEDS,
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
         out=lambda w, output: str(Path(output.table).parent),
         code=code("mirage.evaluate.cli"),
     shell:
         "python -m mirage evaluate {params.runs} --policies {params.policies}"
-        " --c-I {params.c_I} --c-O {params.c_O} --out-dir {params.out} > {log} 2>&1"
+        " --training-seeds {params.seeds} --c-I {params.c_I} --c-O {params.c_O} --out-dir {params.out} > {log} 2>&1"
 
 
 rule evaluation:

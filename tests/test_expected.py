@@ -69,3 +69,41 @@ def test_command_line_check_exit_codes(tmp_path):
     assert "outside tolerance" in bad.stderr and "quantile" in bad.stdout
     missing = _mirage("expected", "check", str(ev), "--expected", str(tmp_path / "nope.csv"))
     assert missing.returncode == 2 and "no such expected-values file" in missing.stderr
+
+
+def _seeds(std, lo, hi, seeds=3):
+    """seeds.csv rows of the quantile policy's cost and interruption (the table's 0.5)."""
+    return pd.DataFrame([{"cluster": "ls6", "mode": "calibrated", "chain_nodes": 8,
+                          "load_level": "all", "policy": "quantile", "metric": m,
+                          "seeds": seeds, "mean": 0.5, "std": std, "min": lo, "max": hi}
+                         for m in ("cost", "mean_interruption_h")])
+
+
+def test_a_seeded_mean_is_checked_with_its_measured_spread_or_as_a_range():
+    # a small spread: a point check, the tolerance widened to 3 standard errors of a difference
+    exp = expected_from(_table(0.5), seeds=_seeds(0.05, 0.45, 0.55))
+    cost = exp[(exp.metric == "cost") & (exp.policy == "quantile")].iloc[0]
+    assert cost["check"] == "point"
+    assert cost["tolerance"] == pytest.approx(round(3 * 0.05 * (2 / 3) ** 0.5, 4))
+    assert check(_table(0.6), exp)["ok"].all()  # 0.1 off, inside 0.1225
+    assert not check(_table(0.65), exp)["ok"].all()
+    # reactive was fitted once: its fixed tolerance stays
+    react = exp[(exp.metric == "cost") & (exp.policy == "reactive")].iloc[0]
+    assert (react["check"], react["tolerance"]) == ("point", 0.15)
+    # a spread too wide for a point: the reference seeds' range, widened by the fixed tolerance
+    exp = expected_from(_table(0.5), seeds=_seeds(0.4, 0.1, 1.0))
+    cost = exp[(exp.metric == "cost") & (exp.policy == "quantile")].iloc[0]
+    assert cost["check"] == "range"
+    assert (cost["low"], cost["high"]) == (pytest.approx(0.1 - 0.075), pytest.approx(1.075))
+    assert check(_table(1.0), exp)["ok"].all()
+    assert not check(_table(1.2), exp).query("policy == 'quantile' and metric == 'cost'")["ok"].any()
+
+
+def test_a_file_written_before_seeds_reads_as_points(tmp_path):
+    from mirage.evaluate.expected import REQUIRED, read_expected
+
+    path = tmp_path / "old.csv"
+    expected_from(_table(0.5))[REQUIRED].to_csv(path, index=False)
+    exp = read_expected(path)
+    assert (exp["check"] == "point").all()
+    assert check(_table(0.55), exp)["ok"].all() and not check(_table(0.7), exp)["ok"].all()

@@ -73,7 +73,8 @@ def stages(tmp_path_factory):
 def test_evaluate_writes_tables_and_no_figure(stages):
     out = stages / "eval"
     assert sorted(p.name for p in out.iterdir()) == [
-        "evaluation.csv", "evaluation.md", "fits.csv", "lead_sweep.csv", "outcomes.parquet"]
+        "evaluation.csv", "evaluation.md", "fits.csv", "lead_sweep.csv", "outcomes.parquet",
+        "seeds.csv"]
     assert not list(stages.rglob("*.png")) and not list(stages.rglob("*.pdf"))
     sweep = pd.read_csv(out / "lead_sweep.csv")
     assert list(sweep.columns) == LEAD_SWEEP_COLUMNS

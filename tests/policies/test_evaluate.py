@@ -181,3 +181,36 @@ def test_level_tradeoff_with_a_missing_level_and_zero_costs(tmp_path):
     assert save(level_tradeoff_figure(table, baselines=("fixed_lead",)), tmp_path / "z")[0].exists()
     single = table[table["load_level"] != "medium"]
     assert level_tradeoff_figure(single, baselines=("fixed_lead",)) is None
+
+
+def test_a_policy_of_several_training_seeds_is_their_mean_with_the_spread(tiny, tmp_path):
+    """Two fits of one policy (seeds 7 and 8) on the same samples: the table reports each
+    metric's mean over the fits, n the sample count; seed_spread the per-seed values."""
+    from mirage.evaluate.metrics import per_seed, seed_spread, summarize
+    from mirage.figures.evaluation import seed_spread_figure
+
+    a = outcomes({"reactive": make_policy("reactive"), "learned": FixedK({0: 0, 1: 0, 2: 0})},
+                 tiny).assign(seed=7)
+    b = outcomes({"learned": FixedK({0: 1, 1: 1, 2: 1})}, tiny).assign(seed=8)
+    t = summarize(pd.concat([a, b], ignore_index=True))
+    r = _row(t, 1, "all", "learned")  # seed 7: x = -3, -1 (cost 1.0); seed 8: -0.5, 2 (1.125)
+    assert r.n == 2 and r.seeds == 2
+    assert r.cost == pytest.approx((1.0 + 1.125) / 2)
+    assert r.overlap_node_hours == pytest.approx((4.0 + 0.5) / 2)  # a mean of totals
+    assert r.zero_interruption_share == pytest.approx(0.75)
+    assert _row(t, 1, "all", "reactive").seeds == 1
+    # one seed: the same numbers as before seeds were counted
+    one = summarize(a)
+    assert one.drop(columns="seeds").equals(summarize(a.drop(columns="seed")).drop(columns="seeds"))
+
+    spread = seed_spread(per_seed(pd.concat([a, b], ignore_index=True)))
+    assert set(spread["policy"]) == {"learned"}  # reactive was fitted once
+    c = spread[(spread.metric == "cost") & (spread.chain_nodes == 1)
+               & (spread.load_level == "all")].iloc[0]
+    assert (c.seeds, c["min"], c["max"], c["values"]) == (2, 1.0, 1.125, "1 1.125")
+    assert c["std"] == pytest.approx(np.std([1.0, 1.125], ddof=1))
+    assert c.ci_low < c["mean"] < c.ci_high
+    assert seed_spread(per_seed(a)).empty
+    png, _ = save(seed_spread_figure(spread[spread.chain_nodes == 1],
+                                     t[t.chain_nodes == 1], "c"), tmp_path / "seeds")
+    assert png.stat().st_size > 0

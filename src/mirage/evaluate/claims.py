@@ -142,6 +142,12 @@ def claims_markdown(claims: pd.DataFrame, expected: pd.DataFrame | None, run: st
         bad = expected[~expected["ok"]]
         lines += [f"{int(expected['ok'].sum())} of {len(expected)} values within tolerance of "
                   f"`{expected_path}`.", ""]
+        ranges = expected[expected["check"] == "range"]
+        if len(ranges):
+            lines += [f"{len(ranges)} of them are means over training seeds whose reference "
+                      "spread is too wide for a point check: each is checked against the "
+                      "reference seeds' range (`low`..`high`), "
+                      f"{int(ranges['ok'].sum())} inside it.", ""]
         if len(bad):
             lines += ["Outside tolerance:", "", to_markdown(bad), ""]
     return "\n".join(lines) + "\n"

@@ -35,7 +35,8 @@ def lead_sweeps(policies: dict, validation, c_I: float, c_O: float) -> list[pd.D
 
 
 def _evaluate(args) -> None:
-    from mirage.evaluate.metrics import outcomes, summarize, to_markdown
+    from mirage.evaluate.metrics import outcomes, per_seed, seed_spread, summarize, to_markdown
+    from mirage.policies import replica_names
     from mirage.policies.cli import load_fitted
     from mirage.policies.data import SampleSet
 
@@ -49,22 +50,40 @@ def _evaluate(args) -> None:
             raise MirageError(f"{samples_dir}: no validation samples; check the validation window in the config")
         for nodes in sorted(val.samples["chain_nodes"].unique()):
             part = val.subset(val.samples.loc[val.samples["chain_nodes"] == nodes, "sample_id"])
-            policies = {}
+            # replicas[k]: the policies' fits with training seed k (k > 0: the seeded ones only)
+            replicas: list[dict] = []
+            seeds: list[dict] = []
             for name in args.policies:
-                d = Path(models_dir) / f"n{nodes}" / name
-                policies[name] = load_fitted(d, device=args.device)
-                fits.append({"mode": mode, "chain_nodes": int(nodes), **json.loads((d / "fit.json").read_text())})
-            res = outcomes(policies, part, c_I=args.c_I, c_O=args.c_O)
-            all_outcomes.append(res.assign(mode=mode))
+                for k, replica in enumerate(replica_names(name, args.training_seeds)):
+                    d = Path(models_dir) / f"n{nodes}" / replica
+                    if not (d / "fit.json").exists():
+                        raise MirageError(f"{d}: no fitted model (fit.json). Fix: fit it with "
+                                          "`mirage fit`, or run the workflow's `evaluation` "
+                                          "target, which fits every training seed")
+                    info = json.loads((d / "fit.json").read_text())
+                    if k == len(replicas):
+                        replicas.append({})
+                        seeds.append({})
+                    replicas[k][name] = load_fitted(d, device=args.device)
+                    seeds[k][name] = int(info["seed"])
+                    fits.append({"mode": mode, "chain_nodes": int(nodes), **info})
+            for k, policies in enumerate(replicas):
+                res = outcomes(policies, part, c_I=args.c_I, c_O=args.c_O)
+                all_outcomes.append(res.assign(mode=mode, seed=res["policy"].map(seeds[k])))
+            policies = replicas[0]
             sweeps += [sw.assign(mode=mode, chain_nodes=int(nodes))
                        for sw in lead_sweeps(policies, part, args.c_I, args.c_O)]
     out = pd.concat(all_outcomes, ignore_index=True)
-    tables = []
+    tables, spreads = [], []
     for mode, part in out.groupby("mode", sort=False):
         tables.append(summarize(part.drop(columns="mode")).assign(mode=mode))
+        spreads.append(per_seed(part.drop(columns="mode")).assign(mode=mode))
     table = pd.concat(tables, ignore_index=True)
     table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
     table.to_csv(out_dir / "evaluation.csv", index=False)
+    # the spread over training seeds of the policies fitted more than once (a header alone
+    # when every policy was fitted once)
+    seed_spread(pd.concat(spreads, ignore_index=True)).to_csv(out_dir / "seeds.csv", index=False)
     (out_dir / "evaluation.md").write_text(to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
     pd.DataFrame(fits).to_csv(out_dir / "fits.csv", index=False)
@@ -86,7 +105,10 @@ def register(sub) -> None:
     p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--training-seeds", type=int, default=1,
+                   help="fits per seeded (RL) policy: POLICY, POLICY-seed1, ... in the models "
+                        "directory; reported as their mean, the spread in seeds.csv")
     p.add_argument("--out-dir", required=True,
-                   help="evaluation.csv/.md, outcomes.parquet, fits.csv, lead_sweep.csv "
+                   help="evaluation.csv/.md, outcomes.parquet, fits.csv, lead_sweep.csv, seeds.csv "
                         "(figures: mirage figures evaluation)")
     p.set_defaults(func=_evaluate)

@@ -9,6 +9,14 @@ Every step of the pipeline is seeded and the torch fits are held to one code pat
 CPU (``mirage.policies``), so the same library versions reproduce the reference exactly; the
 tolerances are for what is left (another BLAS, another platform).
 
+A policy fitted with several training seeds (``policies.training_seeds``) is checked on its
+mean over seeds, with a tolerance measured from the reference's spread over seeds (``seeds.csv``):
+``SPREAD_SIGMAS`` standard errors of the difference of two such means, when that is wider than
+the fixed tolerance. Where even that is wider than ``RANGE_AT`` of the value, a point check
+would say nothing: the row is a ``range`` (``check`` column), the reference seeds' min to max
+widened by the fixed tolerance, and the check reports the measured mean against it. Every row
+passes when the measured value lies in ``[low, high]``.
+
 A reference is written only by ``mirage expected regenerate CONFIG``: the config run from
 nothing in a fresh directory with this checkout's code, never from a working tree whose older
 outputs Snakemake might keep.
@@ -31,11 +39,19 @@ TOLERANCES = {
     "mean_overlap_h": (0.05, 0.15),
     "zero_interruption_share": (0.05, 0.0),
 }
-COLUMNS = KEYS + ["metric", "expected", "tolerance"]
+#: a seeded value's tolerance: this many standard errors of the difference of two means over
+#: n seeds (sqrt(2 / n) seed standard deviations each)
+SPREAD_SIGMAS = 3.0
+#: a seeded value whose tolerance would exceed this share of its magnitude is checked as a range
+RANGE_AT = 0.5
+COLUMNS = KEYS + ["metric", "expected", "tolerance", "check", "low", "high"]
+REQUIRED = KEYS + ["metric", "expected", "tolerance"]  # files written before seeds were checked
 
 
-def expected_from(table: pd.DataFrame, load_levels=("all",)) -> pd.DataFrame:
-    """The expected-values table of an evaluation table (the rows of ``load_levels``)."""
+def expected_from(table: pd.DataFrame, load_levels=("all",),
+                  seeds: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The expected-values table of an evaluation table (the rows of ``load_levels``), with
+    the spread over training seeds of ``seeds`` (seeds.csv) where a policy had several."""
     missing = [c for c in KEYS + list(TOLERANCES) if c not in table.columns]
     if missing:
         raise MirageError(f"evaluation table lacks column(s) {missing}. Fix: pass the "
@@ -45,7 +61,25 @@ def expected_from(table: pd.DataFrame, load_levels=("all",)) -> pd.DataFrame:
                     value_name="expected")
     floor = out["metric"].map({m: t[0] for m, t in TOLERANCES.items()})
     rel = out["metric"].map({m: t[1] for m, t in TOLERANCES.items()})
-    out["tolerance"] = np.maximum(floor, rel * out["expected"].abs()).round(4)
+    base = np.maximum(floor, rel * out["expected"].abs())
+    tol, check_kind = base.copy(), pd.Series("point", index=out.index)
+    low, high = out["expected"] - base, out["expected"] + base
+    if seeds is not None and len(seeds):
+        spread = seeds.astype({"chain_nodes": "int64"}).rename(columns={"mean": "_mean"})
+        sp = out.astype({"chain_nodes": "int64"}).merge(
+            spread[KEYS + ["metric", "seeds", "std", "min", "max"]],
+            on=KEYS + ["metric"], how="left")
+        seeded = sp["seeds"].fillna(1).to_numpy() > 1
+        spread_tol = (SPREAD_SIGMAS * sp["std"].fillna(0.0) * np.sqrt(2.0 / sp["seeds"].fillna(1))
+                      ).to_numpy()
+        wide = seeded & (spread_tol > np.maximum(base, RANGE_AT * out["expected"].abs()))
+        tol = pd.Series(np.where(seeded, np.maximum(base, spread_tol), base), index=out.index)
+        low = pd.Series(np.where(wide, sp["min"] - base, out["expected"] - tol), index=out.index)
+        high = pd.Series(np.where(wide, sp["max"] + base, out["expected"] + tol), index=out.index)
+        check_kind = pd.Series(np.where(wide, "range", "point"), index=out.index)
+    out["tolerance"] = tol.round(4)
+    out["check"] = check_kind
+    out["low"], out["high"] = low.round(4), high.round(4)
     out["expected"] = out["expected"].round(4)
     return out.sort_values(KEYS + ["metric"]).reset_index(drop=True)[COLUMNS]
 
@@ -56,11 +90,15 @@ def read_expected(path) -> pd.DataFrame:
         raise MirageError(f"{path}: no such expected-values file. Fix: pass one of "
                           "results/expected/*.csv")
     exp = pd.read_csv(path)
-    missing = [c for c in COLUMNS if c not in exp.columns]
+    missing = [c for c in REQUIRED if c not in exp.columns]
     if missing:
         raise MirageError(f"{path}: missing column(s) {missing}. Fix: regenerate it with "
-                          "`mirage expected write`")
-    return exp
+                          "`mirage expected regenerate`")
+    if "check" not in exp.columns:  # a file of single-seed points: expected +- tolerance
+        exp["check"] = "point"
+        exp["low"] = (exp["expected"] - exp["tolerance"]).round(4)
+        exp["high"] = (exp["expected"] + exp["tolerance"]).round(4)
+    return exp[COLUMNS]
 
 
 def check(table: pd.DataFrame, expected: pd.DataFrame) -> pd.DataFrame:
@@ -72,7 +110,7 @@ def check(table: pd.DataFrame, expected: pd.DataFrame) -> pd.DataFrame:
     long = long.astype({"chain_nodes": "int64"})
     out = exp.merge(long, on=KEYS + ["metric"], how="left")
     out["difference"] = (out["measured"] - out["expected"]).round(4)
-    out["ok"] = out["difference"].abs() <= out["tolerance"] + 1e-9
+    out["ok"] = ((out["measured"] >= out["low"] - 1e-9) & (out["measured"] <= out["high"] + 1e-9))
     return out
 
 
@@ -85,6 +123,15 @@ def read_evaluations(paths) -> pd.DataFrame:
                               "`evaluation` target with the config the expected values belong to")
         tables.append(pd.read_csv(path))
     return pd.concat(tables, ignore_index=True)
+
+
+def read_seeds(paths) -> pd.DataFrame | None:
+    """The seeds.csv beside each evaluation.csv of ``paths`` as one table; None when there is
+    none (a run of one seed per policy, or written before seeds were reported)."""
+    tables = [pd.read_csv(p) for p in (Path(e).with_name("seeds.csv") for e in paths)
+              if p.exists()]
+    tables = [t for t in tables if len(t)]
+    return pd.concat(tables, ignore_index=True) if tables else None
 
 
 def _check_cmd(args) -> None:
@@ -104,8 +151,8 @@ def _check_cmd(args) -> None:
 
 
 def _write_cmd(args) -> None:
-    table = pd.concat([pd.read_csv(p) for p in args.evaluation], ignore_index=True)
-    out = expected_from(table, tuple(args.load_levels))
+    table = read_evaluations(args.evaluation)
+    out = expected_from(table, tuple(args.load_levels), read_seeds(args.evaluation))
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     out.to_csv(args.out, index=False)
     print(f"{len(out)} expected values -> {args.out}")
@@ -151,10 +198,10 @@ def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
         raise MirageError(f"the run of {config_path} failed (logs in {work}/logs/{run}); "
                           "nothing written")
     tables = sorted((work / "results" / run).glob("*/evaluation.csv"))
-    table = pd.concat([pd.read_csv(p) for p in tables], ignore_index=True)
+    table = read_evaluations(tables)
     out = Path(out) if out else repo / "results" / "expected" / f"{run}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
-    expected_from(table).to_csv(out, index=False)
+    expected_from(table, seeds=read_seeds(tables)).to_csv(out, index=False)
     print(f"{len(tables)} evaluation table(s) -> {out}")
     if not keep:
         shutil.rmtree(work, ignore_errors=True)

@@ -87,18 +87,77 @@ def _summary(g: pd.DataFrame) -> pd.Series:
     })
 
 
-def summarize(out: pd.DataFrame) -> pd.DataFrame:
+def _summarize(out: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     both = pd.concat([out, out.assign(load_level=ALL)], ignore_index=True)
-    table = (both.groupby(GROUP_KEYS, sort=False)[list(out.columns.difference(GROUP_KEYS))]
+    table = (both.groupby(keys, sort=False)[list(out.columns.difference(keys))]
              .apply(_summary).reset_index())
     table["n"] = table["n"].astype(int)
     order = {lvl: i for i, lvl in enumerate(LOAD_LEVELS + (ALL,))}
     pol_order = {p: i for i, p in enumerate(out["policy"].unique())}
-    table = table.sort_values(
-        ["cluster", "chain_nodes", "load_level", "policy"],
+    return table.sort_values(
+        ["cluster", "chain_nodes", "load_level", "policy"] + keys[len(GROUP_KEYS):],
         key=lambda s: s.map(order) if s.name == "load_level"
-        else s.map(pol_order) if s.name == "policy" else s).reset_index(drop=True)
-    return table[GROUP_KEYS + METRICS]
+        else s.map(pol_order) if s.name == "policy" else s,
+        kind="stable").reset_index(drop=True)
+
+
+def per_seed(out: pd.DataFrame) -> pd.DataFrame:
+    """The summary of every (cluster, chain size, load level, policy) per training seed: one
+    row per fit, with ``seed`` (outcomes without a ``seed`` column count as one fit)."""
+    if "seed" not in out.columns:
+        return _summarize(out, GROUP_KEYS)[GROUP_KEYS + METRICS].assign(seed=0)
+    return _summarize(out, GROUP_KEYS + ["seed"])[GROUP_KEYS + ["seed"] + METRICS]
+
+
+def summarize(out: pd.DataFrame) -> pd.DataFrame:
+    """One row per (cluster, chain size, load level incl. "all", policy); see METRICS.
+
+    A policy fitted with several training seeds (rows of ``out`` that differ in ``seed``) is
+    summarised per seed and reported as the mean over its seeds, each metric alike (``n`` is
+    the sample count, ``seeds`` the number of fits); ``seed_spread`` gives the spread.
+    """
+    fits = per_seed(out)
+    table = (fits.groupby(GROUP_KEYS, sort=False)
+             .agg(**{m: (m, "mean") for m in METRICS}, seeds=("seed", "nunique"))
+             .reset_index())
+    table["n"] = table["n"].round().astype(int)
+    return table[GROUP_KEYS + METRICS + ["seeds"]]
+
+
+#: the metrics whose spread over training seeds ``seed_spread`` reports
+SPREAD_METRICS = ["cost", "mean_interruption_h", "mean_overlap_h", "zero_interruption_share",
+                  "interruption_reduction_pct", "oracle_gap"]
+
+
+def seed_spread(fits: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """Over the training seeds of every policy fitted more than once: per cell and metric the
+    mean, standard deviation, min, max and a Student-t ``level`` interval of the mean (with a
+    handful of seeds, the range says more than the interval; both are reported, as "Deep RL
+    that Matters" asks). ``fits`` is ``per_seed``'s table, with a ``mode`` column or without."""
+    from scipy import stats
+
+    keys = [k for k in ("cluster", "mode") if k in fits.columns] + GROUP_KEYS[1:]
+    many = fits.groupby(keys, sort=False)["seed"].transform("nunique") > 1
+    columns = keys + ["metric", "seeds", "mean", "std", "min", "max", "ci_low", "ci_high",
+                      "values"]
+    if not many.any():
+        return pd.DataFrame(columns=columns)
+    long = fits[many].melt(id_vars=keys + ["seed"], value_vars=SPREAD_METRICS,
+                           var_name="metric", value_name="value")
+    rows = []
+    for key, g in long.groupby(keys + ["metric"], sort=False):
+        v = g.sort_values("seed")["value"].to_numpy(dtype=float)
+        ok = v[~np.isnan(v)]
+        n = len(ok)
+        mean = float(ok.mean()) if n else np.nan
+        std = float(ok.std(ddof=1)) if n > 1 else np.nan
+        half = float(stats.t.ppf(0.5 + level / 2, n - 1) * std / np.sqrt(n)) if n > 1 else np.nan
+        rows.append(dict(zip(keys + ["metric"], key), seeds=len(v), mean=mean, std=std,
+                         min=float(ok.min()) if n else np.nan,
+                         max=float(ok.max()) if n else np.nan,
+                         ci_low=mean - half, ci_high=mean + half,
+                         values=" ".join(f"{x:.4g}" for x in v)))
+    return pd.DataFrame(rows)[columns]
 
 
 def evaluate(policies: dict[str, Policy], data: SampleSet, *, c_I: float = 1.0,

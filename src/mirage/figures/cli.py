@@ -54,7 +54,9 @@ def _evaluation(args) -> None:
     outcomes = _read(args.outcomes, "outcomes table of mirage evaluate")
     table = _read(args.evaluation, "evaluation table of mirage evaluate")
     sweep = _read(args.lead_sweep, "lead-sweep table of mirage evaluate") if args.lead_sweep else None
-    write_all(evaluation_figures(outcomes, table, sweep, label=args.label), args.out_dir)
+    seeds = _read(args.seeds, "training-seed table of mirage evaluate") if args.seeds else None
+    write_all(evaluation_figures(outcomes, table, sweep, label=args.label, seeds=seeds),
+              args.out_dir)
 
 
 def _fidelity(args) -> None:
@@ -101,6 +103,7 @@ def register(sub) -> None:
     p.add_argument("--outcomes", required=True, help="outcomes.parquet of mirage evaluate")
     p.add_argument("--evaluation", required=True, help="evaluation.csv of mirage evaluate")
     p.add_argument("--lead-sweep", help="lead_sweep.csv of mirage evaluate")
+    p.add_argument("--seeds", help="seeds.csv of mirage evaluate (spread over training seeds)")
 
     p = command("fidelity", "simulated vs real waits: daily means and leave-one-out", _fidelity)
     p.add_argument("--report", required=True, help="fidelity.json of mirage sim fidelity")

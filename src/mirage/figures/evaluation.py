@@ -379,6 +379,63 @@ def lead_sweep_figure(sweep: pd.DataFrame, title: str = ""):
     return fig
 
 
+@styled
+def seed_spread_figure(spread: pd.DataFrame, table: pd.DataFrame | None = None, title: str = ""):
+    """Mean cost of every policy fitted with several training seeds: each seed's value as a
+    dot, the mean with its t interval over seeds as a bar (the range with fewer than 3 seeds),
+    one panel per load level, and the
+    cheapest baseline of the cell (from ``table``, evaluation.csv) as a dashed line.
+    ``spread``: one cell's rows of seeds.csv; None when it has no cost rows."""
+    import matplotlib.pyplot as plt
+
+    spread = spread[spread["metric"] == "cost"]
+    if spread.empty:
+        return None
+    levels = [lvl for lvl in LEVEL_ORDER if (spread["load_level"] == lvl).any()]
+    names = policy_order(spread["policy"])
+    fig, axes = plt.subplots(1, len(levels), squeeze=False, sharey=False,
+                             figsize=(min(DOUBLE_W, max(5.2, 1.2 + 1.45 * len(levels))), 2.8))
+    for ax, level in zip(axes[0], levels):
+        rows = spread[spread["load_level"] == level].set_index("policy")
+        top = 0.0
+        for i, name in enumerate(names):
+            if name not in rows.index:
+                continue
+            r = rows.loc[name]
+            vals = np.array([float(v) for v in str(r["values"]).split()])
+            color = policy_style(name)["color"]
+            jitter = np.linspace(-0.12, 0.12, len(vals)) if len(vals) > 1 else np.zeros(1)
+            ax.scatter(i + jitter, vals, s=9, color=color, alpha=0.75, lw=0, zorder=3)
+            # the t interval of two seeds is 12.7 standard errors wide: their range says more
+            lo, hi = ((r["ci_low"], r["ci_high"]) if len(vals) >= 3 and np.isfinite(r["ci_low"])
+                      else (vals.min(), vals.max()))
+            # (the values of seeds.csv carry 4 digits: clip their rounding)
+            ax.errorbar(i, r["mean"], yerr=[[max(r["mean"] - lo, 0.0)], [max(hi - r["mean"], 0.0)]],
+                        fmt="_", ms=10,
+                        color=color, capsize=2.5, lw=1.1, zorder=4)
+            top = max(top, float(np.nanmax(vals)))
+        if table is not None and "policy" in table.columns:
+            base = table[(table["load_level"] == level) & table["policy"].isin(BASELINES)]
+            if len(base):
+                best = base.loc[base["cost"].idxmin()]
+                ax.axhline(best["cost"], color=policy_style(best["policy"])["color"], ls="--",
+                           lw=0.9, label="cheapest baseline")
+                ax.annotate(best["policy"], (len(names) - 0.5, best["cost"]), fontsize=6,
+                            ha="right", va="bottom", color="0.3")
+                top = max(top, float(best["cost"]))
+        ax.set_xticks(range(len(names)), names, rotation=35, ha="right")
+        ax.set_xlim(-0.6, len(names) - 0.4)
+        ax.set_title(_level_title(level))
+        ax.set_ylim(0, 1.35 * top if top > 0 else 1.0)  # a wide interval runs off the top
+    axes[0, 0].set_ylabel("mean cost per sample [h]")
+    seeds = int(spread["seeds"].max())
+    bar = "95 % t interval" if seeds >= 3 else "range"
+    fig.suptitle((title + "\n" if title else "") + f"{seeds} training seeds (dots): mean and {bar}",
+                 fontsize="medium")
+    legend_below(fig, axes, ncols=2)
+    return fig
+
+
 # ------------------------------------------------------------------------------ all of them
 #: what a figure of a cell needs from evaluation.csv, and why it may have nothing to show
 _TABLE_FIGURES = {
@@ -393,13 +450,15 @@ _TABLE_FIGURES = {
 
 
 def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
-                       sweep: pd.DataFrame | None = None, label: str = ""):
+                       sweep: pd.DataFrame | None = None, label: str = "",
+                       seeds: pd.DataFrame | None = None):
     """Every evaluation figure, one at a time: yields ``(name, figure, note)``, the figure None
     (and the note saying why) where there is nothing to draw.
 
     Per (mode, chain size): x_cdf_, x_box_, zero_interruption_, cost_vs_oracle_,
-    interruption_reduction_, lead_sweep_<mode>_n<nodes> (with the cluster after the kind
-    where the tables hold several); per cluster: level_tradeoff_<cluster>.
+    interruption_reduction_, lead_sweep_, seeds_<mode>_n<nodes> (with the cluster after the
+    kind where the tables hold several; seeds_ where ``seeds``, seeds.csv, has rows); per
+    cluster: level_tradeoff_<cluster>.
     """
     for key, part in cells(outcomes):
         title = cell_title(label, key)
@@ -419,6 +478,14 @@ def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
         yield ("level_tradeoff" + (f"_{slug(cluster)}" if cluster else ""),
                level_tradeoff_figure(part, title=title),
                "no (mode, chain size) has samples at two load levels")
+    if seeds is None or seeds.empty:
+        yield "seeds", None, "every policy was fitted with one training seed"
+    else:
+        for key, part in cells(seeds):
+            rows = table
+            for k, v in key.items():
+                rows = rows[rows[k] == v]
+            yield cell_name("seeds", key), seed_spread_figure(part, rows, cell_title(label, key)), ""
     if sweep is None or sweep.empty:
         yield "lead_sweep", None, "no lead sweep (no fixed_lead or plan_lead was evaluated)"
         return

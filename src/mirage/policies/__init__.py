@@ -26,7 +26,31 @@ _EXPORTS = {
 #: The policies that train a torch network (and so can use a GPU). Here rather than only in the
 #: registry so that the workflow reads it without importing torch.
 TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned"})
-__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES"])
+#: The policies fitted once per training seed when ``policies.training_seeds`` > 1: the ones whose
+#: result depends on the seed more than on the data (reinforcement learning on a few hundred
+#: episodes, where "Deep RL that Matters" asks for several seeds). The other learned policies
+#: take the config's seed once.
+SEEDED_POLICY_NAMES = TORCH_POLICY_NAMES
+
+
+def replica_name(policy: str, k: int) -> str:
+    """The model directory name of ``policy``'s fit with training seed ``seed + k``: the policy's
+    own name for k = 0 (the model the provisioner and the figures use), ``<policy>-seed<k>``
+    for the others."""
+    if k < 0:
+        raise ValueError(f"replica index must be >= 0, got {k}")
+    return policy if k == 0 else f"{policy}-seed{k}"
+
+
+def replica_names(policy: str, training_seeds: int) -> list[str]:
+    """Every model directory name of ``policy`` under ``training_seeds`` seeds (one name for a
+    policy that is not seeded)."""
+    n = int(training_seeds) if policy in SEEDED_POLICY_NAMES else 1
+    return [replica_name(policy, k) for k in range(max(n, 1))]
+
+
+__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "replica_name",
+                  "replica_names"])
 
 
 def __getattr__(name):
