@@ -20,6 +20,7 @@ from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import TORCH_POLICY_NAMES, replica_names  # noqa: E402
+from mirage.policies.cli import TUNED_OF, TUNING_KEYS  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
 validate(
@@ -78,6 +79,24 @@ def gpus(wildcards):
     """GPUs a fit asks the cluster for: one for a torch policy when the config trains on cuda."""
     cuda = str(config["policies"].get("device", "cpu")).startswith("cuda")
     return int(cuda and wildcards.policy in REPLICAS)
+
+
+def final_from(wildcards):
+    """A tuned torch fit's untuned twin (dqn for dqn_tuned, same seed), when the config fits
+    it with the same settings: the tuned fit takes its final network instead of training it
+    again (mirage.policies.cli.TUNED_OF). Empty otherwise."""
+    policy, k = REPLICAS[wildcards.policy]
+    base = TUNED_OF.get(policy)
+    if base not in POLICIES:
+        return []
+    params = config["policies"].get("params", {})
+    strip = lambda p: {a: b for a, b in p.items() if a not in TUNING_KEYS}
+    if strip(params.get(policy, {})) != strip(params.get(base, {})):
+        return []
+    name = replica_names(base, TRAINING_SEEDS)[k]
+    return [
+        f"{R}/{wildcards.cluster}/{wildcards.mode}/models/n{wildcards.nodes}/{name}"
+    ]
 
 
 def replica(wildcards):

@@ -41,6 +41,7 @@ rule fit_policy:
     # seed (policies.training_seeds: models/nK/POLICY, POLICY-seed1, ...)
     input:
         samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+        final=final_from,
     output:
         model=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{{policy}}"),
     log:
@@ -64,9 +65,10 @@ rule fit_policy:
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
         device=config["policies"].get("device", "cpu"),
+        final=lambda w, input: f"--final-from {input.final}" if input.final else "",
         code=code("mirage.policies.cli"),
     shell:
-        "python -m mirage fit {params.policy} --samples {params.samples}"
+        "python -m mirage fit {params.policy} --samples {params.samples} {params.final}"
         " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
         " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
         " --threads {threads} --out {output.model} > {log} 2>&1"

@@ -224,3 +224,54 @@ def test_torch_runs_one_code_path_on_every_x86_cpu():
     env["MKL_CBWR"] = "AUTO"
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.stdout.split()[0] == "AUTO", out.stderr
+
+
+@pytest.mark.parametrize("tuned,base,params", [
+    ("rf_tuned", "rf", {"model_params": {"n_estimators": 20}}),
+    ("dqn_tuned", "dqn", {"total_timesteps": 3_000, "learning_starts": 500}),
+    ("pg_tuned", "pg", {"updates": 10}),
+])
+def test_a_tuned_policy_taking_its_untuned_twins_final_fit_decides_the_same(
+        train, validation, tuned, base, params):
+    """Tuning cross-fits a threshold, then fits the untuned policy's very model again: taking
+    that model (mirage fit does, where both are fitted) must change no decision."""
+    from mirage.policies.cli import final_fit_mismatch
+
+    twin = make_policy(base, **params).fit(train, seed=3)
+    own = make_policy(tuned, n_blocks=2, **params).fit(train, seed=3)
+    shared = make_policy(tuned, n_blocks=2, **params)
+    assert final_fit_mismatch(shared, twin) == []
+    shared.fit(train, seed=3, final_from=twin)
+    assert (shared.first_submit_all(validation) == own.first_submit_all(validation)).all()
+    assert shared.submit_mask(validation.points).tolist() == own.submit_mask(validation.points).tolist()
+    # another setting than tuning's: not the same model, so not taken
+    other = {**params, "c_O": 0.25}
+    assert final_fit_mismatch(make_policy(tuned, **other), twin) == ["c_O"]
+
+
+def test_mirage_fit_shares_the_final_fit_only_with_a_matching_twin(synth, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    samples = tmp_path / "samples"
+    synth.save(samples)
+
+    def fit(*args):
+        return subprocess.run([sys.executable, "-m", "mirage", "fit", *args, "--samples",
+                               str(samples), "--chain-nodes", "8", "--seed", "3"],
+                              capture_output=True, text=True)
+
+    budgets = json.dumps({"rf": {"model_params": {"n_estimators": 10}},
+                          "rf_tuned": {"model_params": {"n_estimators": 10}, "n_blocks": 2}})
+    res = fit("rf", "rf_tuned", "--params", budgets, "--out", str(tmp_path / "rf"),
+              str(tmp_path / "rf_tuned"))
+    assert res.returncode == 0, res.stderr
+    info = json.loads((tmp_path / "rf_tuned" / "fit.json").read_text())
+    assert info["final_model_from"] == "rf"
+    # --final-from a model of another seed is refused, naming what differs
+    res = subprocess.run([sys.executable, "-m", "mirage", "fit", "rf_tuned", "--samples",
+                          str(samples), "--chain-nodes", "8", "--seed", "4", "--final-from",
+                          str(tmp_path / "rf"), "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert res.returncode == 2 and "seed 3 here 4" in res.stderr

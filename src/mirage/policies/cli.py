@@ -41,6 +41,22 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
     return out
 
 
+#: a tuned policy and the untuned one whose final fit it shares: tuning cross-fits a threshold
+#: and then fits the same model on the same samples with the same seed as the untuned policy,
+#: so where both are fitted, the untuned policy's model is taken instead of fitting it again
+TUNED_OF = {"rf_tuned": "rf", "xgb_tuned": "xgb", "dqn_tuned": "dqn", "pg_tuned": "pg"}
+#: the settings of tuning alone, which the two may differ in
+TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold"})
+
+
+def final_fit_mismatch(tuned, base) -> list[str]:
+    """The settings (other than tuning's) in which policy ``base`` was not fitted like the
+    final model of ``tuned`` would be; empty when ``tuned`` may take ``base``'s model."""
+    a = {k: v for k, v in tuned.params.items() if k not in TUNING_KEYS}
+    b = {k: v for k, v in base.params.items() if k not in TUNING_KEYS}
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
 def _fit(args) -> None:
     from mirage.policies.data import SampleSet
 
@@ -64,31 +80,69 @@ def _fit(args) -> None:
             f"{args.samples}: no training samples with chain_nodes={args.chain_nodes}; "
             "check samples.chain_nodes and the training window in the config"
         )
+    finals = {}  # the untuned policies fitted here, whose model a tuned one takes
+    if args.final_from:
+        finals[args.final_from] = _final_from(args.final_from, args, train)
     # the samples are read once for every policy: one process per policy would spend more
     # starting Python and reading them than most policies take to fit
     for name, out in zip(args.policy, args.out):
-        fit_one(name, params[name], train, args, Path(out))
+        finals[str(out)] = fit_one(name, params[name], train, args, Path(out),
+                                   finals=list(finals.values()))
 
 
-def fit_one(name: str, params: dict, train, args, out: Path) -> None:
-    """Fit one policy on ``train`` and save it with its ``fit.json`` (and training curve)."""
+def _final_from(directory, args, train):
+    """The policy saved in ``directory`` (``--final-from``), checked to be fitted on these
+    samples with this seed; its ``fit.json`` is kept on it as ``fit_info_``."""
+    d = Path(directory)
+    if not (d / "fit.json").exists():
+        raise MirageError(f"--final-from {d}: no fitted model (fit.json). Fix: fit the untuned "
+                          "policy first, or leave --final-from out")
+    info = json.loads((d / "fit.json").read_text())
+    want = {"seed": args.seed, "chain_nodes": args.chain_nodes, "train_samples": len(train),
+            "train_points": len(train.points)}
+    off = {k: (info.get(k), v) for k, v in want.items() if info.get(k) != v}
+    if off:
+        raise MirageError(f"--final-from {d} was fitted otherwise ({', '.join(f'{k} {a} here {b}' for k, (a, b) in off.items())}). "
+                          "Fix: refit it with these samples and seed, or leave --final-from out")
+    policy = load_fitted(d, device=args.device)
+    policy.fit_info_ = {**info, "dir": str(d)}
+    return policy
+
+
+def fit_one(name: str, params: dict, train, args, out: Path, finals=()):
+    """Fit one policy on ``train`` and save it with its ``fit.json`` (and training curve); a
+    tuned policy takes its final model from the matching untuned policy of ``finals`` (fitted
+    on the same samples with the same seed and settings) instead of fitting it again."""
     from mirage.policies.registry import TORCH_POLICIES, make_policy, save_policy
 
     params = policy_params(name, params, c_I=args.c_I, c_O=args.c_O, device=args.device,
                            threads=args.threads)
     policy = make_policy(name, **params)
+    base = None
+    if name in TUNED_OF:
+        for cand in finals:
+            if getattr(cand, "name", None) == TUNED_OF[name] and not final_fit_mismatch(policy, cand):
+                base = cand
+                break
     t0 = time.perf_counter()
-    policy.fit(train, seed=args.seed)
+    policy.fit(train, seed=args.seed, **({"final_from": base} if base is not None else {}))
     seconds = time.perf_counter() - t0
     out.mkdir(parents=True, exist_ok=True)
     path = save_policy(policy, out / ("model.pt" if name in TORCH_POLICIES else "model.joblib"))
     info = {"policy": name, "params": params, "seed": args.seed, "chain_nodes": args.chain_nodes,
             "train_samples": len(train), "train_points": len(train.points), "fit_seconds": round(seconds, 2),
             "model": path.name}
+    if base is not None:
+        info["final_model_from"] = base.name
     (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    write_history(policy, out)
-    print(f"{name} n={args.chain_nodes}: fitted on {len(train)} samples in {seconds:.1f} s -> {path}",
-          flush=True)
+    if write_history(policy, out) is None and base is not None:
+        src = Path(getattr(base, "fit_info_", {}).get("dir", "")) / "training.csv"
+        if src.is_file():  # the shared final fit's curve, from the untuned policy's directory
+            (out / "training.csv").write_bytes(src.read_bytes())
+    shared = f" (final model of {base.name})" if base is not None else ""
+    print(f"{name} n={args.chain_nodes}: fitted on {len(train)} samples in {seconds:.1f} s{shared} "
+          f"-> {path}", flush=True)
+    return policy
 
 
 def write_history(policy, out) -> Path | None:
@@ -125,6 +179,9 @@ def register(sub) -> None:
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5, help="cost of an hour of overlap")
     p.add_argument("--device", default="cpu", help="torch device for DQN / policy gradient")
     p.add_argument("--threads", type=int, default=1, help="CPU threads for the model library")
+    p.add_argument("--final-from", help="the model directory of the untuned policy of a tuned "
+                   "one fitted here (rf for rf_tuned, dqn for dqn_tuned, ...), fitted on the same "
+                   "samples with the same seed: its model is the tuned one's final model")
     p.add_argument("--out", required=True, nargs="+",
                    help="directory for the fitted model and fit.json, one per policy")
     p.set_defaults(func=_fit)

@@ -104,7 +104,14 @@ class TorchPolicy(Policy):
     def decision_score(self, points) -> np.ndarray:
         raise NotImplementedError
 
-    def fit(self, train: SampleSet, seed: int = 0):
+    def fit(self, train: SampleSet, seed: int = 0, final_from: "TorchPolicy | None" = None):
+        """Train on ``train``; with ``tune_threshold`` the threshold first, by cross-fitting.
+
+        ``final_from``: the same policy already trained on the same ``train`` with the same seed
+        and settings (the untuned one of this tuned policy, mirage.policies.cli.TUNED_OF): its
+        network is this one's final network, the very one ``_train(train, seed)`` would train
+        again (a seeded fit is repeatable bit for bit).
+        """
         self._set_threads()
         if self.params["tune_threshold"]:
             def fit_score(fit_part, held):
@@ -115,7 +122,16 @@ class TorchPolicy(Policy):
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O, strict=True)
-        self._train(train, seed)
+        if final_from is not None:
+            if final_from.feature_columns_ != train.feature_columns or final_from.net_ is None:
+                raise ValueError("final_from was not trained on these samples")
+            self.feature_columns_ = list(final_from.feature_columns_)
+            self.scaler_ = final_from.scaler_
+            self.net_ = final_from.net_
+            self.history_ = list(final_from.history_)
+            self.train_seconds_ = final_from.train_seconds_
+        else:
+            self._train(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):

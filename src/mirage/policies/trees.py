@@ -133,7 +133,13 @@ class RegressorPolicy(Policy):
         return np.concatenate(out)
 
     # ---- interface -------------------------------------------------------------------------
-    def fit(self, train: SampleSet, seed: int = 0):
+    def fit(self, train: SampleSet, seed: int = 0, final_from: "RegressorPolicy | None" = None):
+        """Fit on ``train``; with ``tune_threshold`` the threshold first, by cross-fitting.
+
+        ``final_from``: the same regressor already fitted on the same ``train`` with the same
+        seed (the untuned policy of this tuned one, see mirage.policies.cli.TUNED_OF): its model
+        is this one's final model, the very fit ``_fit_model(train, seed)`` would make again.
+        """
         self.feature_columns_ = train.feature_columns
         if self.params["tune_threshold"]:
             def fit_score(fit_part, held):
@@ -144,7 +150,12 @@ class RegressorPolicy(Policy):
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
             self.threshold, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O)
-        self.model_ = self._fit_model(train, seed)
+        if final_from is not None:
+            if final_from.feature_columns_ != self.feature_columns_ or final_from.model_ is None:
+                raise ValueError("final_from was not fitted on these samples")
+            self.model_ = final_from.model_
+        else:
+            self.model_ = self._fit_model(train, seed)
         return self
 
     def submit_mask(self, points, windows=None):
