@@ -13,36 +13,18 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, cost
+# the sample tables' load levels and references live with the tables (policies tune on them)
+from mirage.policies.data import (  # noqa: F401  (part of this module's API)
+    ALL, LOAD_LEVELS, SampleSet, cost, load_level, reference_outcomes,
+)
 
-LOAD_LEVELS = ("low", "medium", "heavy")
 #: the rule baselines a learned policy is judged against, and everything that learns nothing
 BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
 NOT_LEARNED = BASELINES + ("oracle",)
-ALL = "all"
 GROUP_KEYS = ["cluster", "chain_nodes", "load_level", "policy"]
 METRICS = ["n", "mean_interruption_h", "median_interruption_h", "mean_overlap_h",
            "overlap_node_hours", "zero_interruption_share", "interruption_reduction_pct",
            "cost", "oracle_gap"]
-
-
-def load_level(reactive_x_h) -> np.ndarray:
-    """Reference load levels by the reactive interruption X: low <= 2 h < medium <= 12 h < heavy."""
-    x = np.asarray(reactive_x_h, dtype=float)
-    return np.where(x <= 2.0, "low", np.where(x <= 12.0, "medium", "heavy"))
-
-
-def reference_outcomes(data: SampleSet, c_I: float = 1.0, c_O: float = 0.5) -> pd.DataFrame:
-    """Per sample: reactive x (the last point) and the oracle's minimum cost."""
-    pts = data.points
-    starts = data.point_starts()
-    ends = np.append(starts[1:], len(pts)) - 1
-    x = pts["x_h"].to_numpy(dtype=float)
-    ref = pd.DataFrame({"sample_id": pts["sample_id"].to_numpy()[starts],
-                        "reactive_x_h": x[ends],
-                        "oracle_cost": np.minimum.reduceat(cost(x, c_I, c_O), starts)})
-    ref["load_level"] = load_level(ref["reactive_x_h"])
-    return ref
 
 
 def outcomes(policies: dict[str, Policy], data: SampleSet, *, c_I: float = 1.0,
@@ -178,7 +160,7 @@ def level_tradeoff(table: pd.DataFrame, baselines=None) -> pd.DataFrame:
     policy; a group without baselines has no winner.
     """
     if baselines is None:
-        from mirage.report import BASELINES as baselines
+        baselines = BASELINES
     keys = [k for k in ("cluster", "mode", "chain_nodes") if k in table.columns]
     per = table[table["load_level"] != ALL]
     wide = per.pivot_table(index=keys + ["policy"], columns="load_level", values="cost")

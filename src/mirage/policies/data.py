@@ -47,6 +47,16 @@ def cost(x_h, c_I: float = 1.0, c_O: float = 0.5):
     return c_I * np.maximum(x, 0.0) + c_O * np.maximum(-x, 0.0)
 
 
+LOAD_LEVELS = ("low", "medium", "heavy")
+ALL = "all"  # the load level of every sample together
+
+
+def load_level(reactive_x_h) -> np.ndarray:
+    """Reference load levels by the reactive interruption X: low <= 2 h < medium <= 12 h < heavy."""
+    x = np.asarray(reactive_x_h, dtype=float)
+    return np.where(x <= 2.0, "low", np.where(x <= 12.0, "medium", "heavy"))
+
+
 @dataclass
 class SampleSet:
     samples: pd.DataFrame
@@ -218,3 +228,16 @@ def mask_outcomes(data: SampleSet, mask: np.ndarray) -> np.ndarray:
     first = first_true_grouped(np.asarray(mask, dtype=bool), pts["k"].to_numpy(), starts)
     # k is contiguous from 0 (validate()), so the chosen row is start + k
     return pts["x_h"].to_numpy(dtype=float)[starts + first]
+
+
+def reference_outcomes(data: SampleSet, c_I: float = 1.0, c_O: float = 0.5) -> pd.DataFrame:
+    """Per sample: reactive x (the last point) and the oracle's minimum cost."""
+    pts = data.points
+    starts = data.point_starts()
+    ends = np.append(starts[1:], len(pts)) - 1
+    x = pts["x_h"].to_numpy(dtype=float)
+    ref = pd.DataFrame({"sample_id": pts["sample_id"].to_numpy()[starts],
+                        "reactive_x_h": x[ends],
+                        "oracle_cost": np.minimum.reduceat(cost(x, c_I, c_O), starts)})
+    ref["load_level"] = load_level(ref["reactive_x_h"])
+    return ref

@@ -145,6 +145,11 @@ class Simulator:
         """An independent copy of this simulation from now on."""
         return Simulator(self.s, self.state(), pinned=self.pinned, record=record)
 
+    @classmethod
+    def restore(cls, snapshot: Snapshot, record: bool = False) -> "Simulator":
+        """A fresh simulator continuing from ``snapshot`` (which stays reusable)."""
+        return cls(snapshot.static, snapshot.state, pinned=snapshot.pinned, record=record)
+
     @property
     def table(self) -> JobTable:
         return self.s.table
@@ -189,13 +194,6 @@ class Simulator:
         from .jobs import to_seconds
 
         self.run_until(to_seconds(t))
-
-    def what_if(self, submit, nodes: int, limit_min: int, user=None, **kw):
-        """Start time of a job submitted at ``submit`` into a copy of this simulation
-        (see :func:`mirage.sim.whatif.what_if`); this simulation is not changed."""
-        from .whatif import what_if
-
-        return what_if(self, submit, nodes, limit_min, user, **kw)
 
     # ------------------------------------------------------------------ inserting
     def insert_job(self, submit: int, nodes: int, limit_s: int, *, run_s: int | None = None,

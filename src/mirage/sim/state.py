@@ -37,7 +37,8 @@ class SimState:
 
 @dataclass(frozen=True, eq=False)
 class Snapshot:
-    """A restorable point of a simulation: the shared static data plus a :class:`SimState`."""
+    """A restorable point of a simulation: the shared static data plus a :class:`SimState`.
+    Plain data: ``engine.Simulator.restore(snapshot)`` continues from it."""
 
     static: object  # engine._Static, shared read-only
     state: SimState
@@ -46,9 +47,3 @@ class Snapshot:
     @property
     def now(self) -> int:
         return self.state.now
-
-    def restore(self, record: bool = False):
-        """A fresh simulator continuing from this point (the snapshot stays reusable)."""
-        from .engine import Simulator
-
-        return Simulator(self.static, self.state, pinned=self.pinned, record=record)

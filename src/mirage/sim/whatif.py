@@ -46,7 +46,7 @@ def what_if(base: Simulator | Snapshot, submit, nodes: int, limit_min: int, user
     it instead of re-deciding (:mod:`mirage.sim.follow`; the answer is the same, only faster:
     the 10-minute sweeps of a predecessor's life cost a fraction of independent queries).
     """
-    sim = base.restore() if isinstance(base, Snapshot) else base.fork()
+    sim = Simulator.restore(base) if isinstance(base, Snapshot) else base.fork()
     submit = to_seconds(submit)
     if submit < sim.now:
         raise SimInputError(
