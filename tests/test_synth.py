@@ -1,6 +1,5 @@
 """Synthetic traces: determinism, schedule invariants, realism against the real ls6 trace."""
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -9,8 +8,9 @@ import pytest
 from mirage.traces.profile import compare_profiles, trace_profile
 from mirage.traces.schema import COLUMNS
 from mirage.traces.synth import CALIBRATION, synthesize
+from paths import LS6
 
-LS6_LOG = Path(__file__).resolve().parents[1].parent / "shared" / "traces" / "ls6-a100.log"
+LS6_LOG = LS6
 # The real trace's main period: submits from 2022-11-01 to 2023-03-31 inclusive.
 MAIN_START, MAIN_END = pd.Timestamp("2022-11-01"), pd.Timestamp("2023-04-01")
 MAIN_DAYS = (MAIN_END - MAIN_START).days  # 151

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import jsonschema
 import yaml
 
-from mirage.errors import ConfigError
+from mirage.errors import ConfigError, MirageError
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 DEFAULTS = SCHEMA.with_name("defaults.yaml")
@@ -86,3 +87,41 @@ def run_name(config: dict, path: str | Path | None = None) -> str:
 def load(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
     """A config file over the shared defaults, validated."""
     return validate(layered(path, defaults), source=str(path))
+
+
+# ---------------------------------------------------------------------- ``mirage config ...``
+def _write_cmd(args) -> None:
+    config = json.loads(args.json)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    header = "".join(f"# from {f}\n" for f in args.source)
+    Path(args.out).write_text("# The configuration this run used (defaults merged).\n" + header
+                              + yaml.safe_dump(config, sort_keys=False))
+    print(f"configuration -> {args.out}")
+
+
+def _validate_cmd(args) -> None:
+    schema = Path(args.schema) if args.schema else Path(args.config).with_name("schema.yaml")
+    defaults = None if args.no_defaults else (Path(args.defaults) if args.defaults else DEFAULTS)
+    try:
+        config = layered(args.config, defaults)
+    except (OSError, yaml.YAMLError) as exc:
+        raise MirageError(f"cannot read config {args.config}: {exc}") from None
+    validate(config, load_schema(schema), source=args.config)
+    print(f"{args.config}: valid" + (f" (over {defaults})" if defaults else ""))
+
+
+def register(sub) -> None:
+    cfg = sub.add_parser("config", help="check a workflow config")
+    csub = cfg.add_subparsers(dest="config_command", required=True)
+    p = csub.add_parser("validate", help="validate a config against its schema")
+    p.add_argument("config")
+    p.add_argument("--schema", help="default: schema.yaml beside the config")
+    p.add_argument("--defaults", help="the defaults the config layers on (default: "
+                   "config/defaults.yaml of this checkout)")
+    p.add_argument("--no-defaults", action="store_true", help="validate the file on its own")
+    p.set_defaults(func=_validate_cmd)
+    p = csub.add_parser("write", help="write a run's merged configuration (JSON) as YAML")
+    p.add_argument("--json", required=True)
+    p.add_argument("--source", nargs="*", default=[], help="the config files it came from")
+    p.add_argument("--out", required=True)
+    p.set_defaults(func=_write_cmd)

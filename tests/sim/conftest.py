@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from mirage.sim import Backfill, ClusterProfile, JobTable, Priority
+from paths import LS6
 
 T0 = pd.Timestamp("2023-01-01T00:00:00")
-REAL_TRACE = Path(__file__).resolve().parents[2].parent / "shared" / "traces" / "ls6-a100.log"
+REAL_TRACE = LS6
 
 
 def make_table(jobs: list[dict]) -> JobTable:
