@@ -111,9 +111,9 @@ def code(*modules):
 
 
 def sim_code(wildcards):
-    """The simulator's code and the cluster descriptions it reads (config/profiles): an edit of
+    """The simulator's code and the cluster descriptions it reads (config/clusters): an edit of
     either reruns the sample and fidelity jobs of that cluster."""
-    profiles = Path(workflow.basedir) / "config" / "profiles"
+    profiles = Path(workflow.basedir) / "config" / "clusters"
     own = profiles / f"{wildcards.cluster}.yaml"
     return fingerprint(
         "mirage.samples.cli",

@@ -31,7 +31,7 @@ rule report:
         evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
         outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
         fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
-        profiles=expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
+        summaries=expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
     output:
         markdown=report(
             f"{R}/report.md",
@@ -64,7 +64,7 @@ rule notebook:
         outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
         fits=expand(f"{R}/{{cluster}}/fits.csv", cluster=CLUSTERS),
         fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
-        profiles=expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
+        summaries=expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
         clean=expand(f"{R}/{{cluster}}/trace/clean.parquet", cluster=CLUSTERS),
         quarantine=expand(f"{R}/{{cluster}}/trace/quarantine.csv", cluster=CLUSTERS),
         samples=expand(

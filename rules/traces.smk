@@ -87,26 +87,26 @@ rule split_trace:
         " --history-hours {params.history} --horizon-hours {params.horizon} > {log} 2>&1"
 
 
-rule profile_trace:
+rule summarize_trace:
     input:
         clean=f"{R}/{{cluster}}/trace/clean.parquet",
     output:
-        profile=f"{R}/{{cluster}}/trace/profile.json",
+        summary=f"{R}/{{cluster}}/trace/summary.json",
     log:
-        f"{LOGS}/{{cluster}}/profile_trace.log",
+        f"{LOGS}/{{cluster}}/summarize_trace.log",
     benchmark:
-        f"{BENCH}/{{cluster}}/profile_trace.tsv"
+        f"{BENCH}/{{cluster}}/summarize_trace.tsv"
     conda:
         "../envs/traces.yaml"
     params:
-        code=code("mirage.traces.profile"),
+        code=code("mirage.traces.summary"),
     shell:
-        "python -m mirage trace profile {input.clean} --out {output.profile} > {log} 2>&1"
+        "python -m mirage trace summary {input.clean} --out {output.summary} > {log} 2>&1"
 
 
 rule traces:
     input:
-        expand(f"{R}/{{cluster}}/trace/profile.json", cluster=CLUSTERS),
+        expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
         expand(
             f"{R}/{{cluster}}/trace/{{split}}.parquet", cluster=CLUSTERS, split=SPLITS
         ),

@@ -38,16 +38,16 @@ def test_detect():
     assert run("trace", "detect", str(DATA / "tacc_fixed.log")).stdout.strip() == "tacc"
 
 
-def test_profile_json_then_figures_trace(tmp_path):
+def test_summary_json_then_figures_trace(tmp_path):
     clean = tmp_path / "c.parquet"
     assert run("trace", "clean", str(DATA / "tacc_tab.log"), "--cluster", "t", "--out", str(clean),
                "--report", str(tmp_path / "r.json")).returncode == 0
-    res = run("trace", "profile", str(clean), "--out", str(tmp_path / "p.json"), "--reference", str(clean))
+    res = run("trace", "summary", str(clean), "--out", str(tmp_path / "p.json"), "--reference", str(clean))
     assert res.returncode == 0, res.stderr
     profile = json.loads((tmp_path / "p.json").read_text())
     assert profile["trace"]["jobs"] == 3 and profile["difference"]["jobs"]["abs"] == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.parquet", "c.quarantine.csv", "p.json", "r.json"]
-    assert run("trace", "profile", str(clean), "--out", str(tmp_path / "q.json"), "--figure",
+    assert run("trace", "summary", str(clean), "--out", str(tmp_path / "q.json"), "--figure",
                str(tmp_path / "p.png")).returncode == 2  # figures: `mirage figures trace`
     # three jobs are enough for the overview
     res = run("figures", "trace", "--clean", str(clean), "--label", "t", "--out-dir", str(tmp_path / "f"))

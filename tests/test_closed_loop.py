@@ -7,7 +7,7 @@ import pytest
 from mirage.policies.baselines import Average, FixedLead, Reactive
 from mirage.samples.closed_loop import run_closed_loop
 from mirage.samples.generate import SampleSpec, generate_sample
-from mirage.sim import JobTable, load_profile
+from mirage.sim import JobTable, load_cluster
 from mirage.traces.synth import synthesize
 
 
@@ -15,7 +15,7 @@ from mirage.traces.synth import synthesize
 def world():
     jobs = synthesize("ls6", start="2023-01-01", days=12, seed=3)
     table = JobTable.from_frame(jobs)
-    profile = load_profile("ls6")
+    profile = load_cluster("ls6")
     specs = [SampleSpec(i, "ls6", "validation", nodes, pd.Timestamp(t))
              for i, (nodes, t) in enumerate([(1, "2023-01-03"), (8, "2023-01-04 08:00"), (8, "2023-01-05 16:00")])]
     samples = {s.sample_id: generate_sample(table, profile, s) for s in specs}

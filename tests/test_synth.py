@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mirage.traces.profile import compare_profiles, trace_profile
+from mirage.traces.summary import compare_summaries, trace_summary
 from mirage.traces.schema import COLUMNS
 from mirage.traces.synth import CALIBRATION, synthesize
 from paths import LS6
@@ -84,10 +84,10 @@ def test_schedule_invariants(cluster):
 def test_schedule_respects_capacity_user_limit_and_dependencies(synth_ls6):
     df = synth_ls6
     ls6 = CALIBRATION["ls6"]
-    prof = trace_profile(df, MAIN_START, MAIN_END)
+    prof = trace_summary(df, MAIN_START, MAIN_END)
     assert prof["busy_nodes_max"] <= ls6["capacity_changes"][0][1]
     assert prof["max_running_per_user"] <= ls6["user_running_limit"]
-    before = trace_profile(df, MAIN_START, pd.Timestamp(ls6["capacity_changes"][0][0]))
+    before = trace_summary(df, MAIN_START, pd.Timestamp(ls6["capacity_changes"][0][0]))
     assert before["busy_nodes_max"] <= ls6["initial_capacity"]
     dep = df[df["depends_on"].notna()]
     assert len(dep) > 0
@@ -96,15 +96,15 @@ def test_schedule_respects_capacity_user_limit_and_dependencies(synth_ls6):
 
 
 def test_low_medium_and_heavy_load_all_occur(synth_ls6):
-    days = trace_profile(synth_ls6, MAIN_START, MAIN_END)["load_days"]
+    days = trace_summary(synth_ls6, MAIN_START, MAIN_END)["load_days"]
     assert min(days.values()) >= MIN_LOAD_LEVEL_SHARE, days
 
 
 @pytest.mark.real_trace
 def test_synthetic_ls6_profile_matches_real(synth_ls6, real_ls6):
-    syn = trace_profile(synth_ls6, MAIN_START, MAIN_END)
-    real = trace_profile(real_ls6, MAIN_START, MAIN_END)
-    d = compare_profiles(syn, real)
+    syn = trace_summary(synth_ls6, MAIN_START, MAIN_END)
+    real = trace_summary(real_ls6, MAIN_START, MAIN_END)
+    d = compare_summaries(syn, real)
 
     assert abs(d["jobs_per_day"]["rel"]) <= JOBS_PER_DAY_REL
     assert d["hour_shares"]["max_abs"] <= HOUR_SHARE_ABS
@@ -124,7 +124,7 @@ def test_params_override_and_unknown_cluster():
     small = synthesize("frontera", "2021-03-01", 5, seed=1,
                        params={"initial_capacity": 10, "node_mix": {1: 1.0}})
     assert (small["nodes"] == 1).all()
-    assert trace_profile(small)["busy_nodes_max"] <= 10
+    assert trace_summary(small)["busy_nodes_max"] <= 10
     with pytest.raises(ValueError):
         synthesize("nowhere", "2021-03-01", 1, seed=1)
-    assert np.isfinite(trace_profile(small)["jobs_per_day"])
+    assert np.isfinite(trace_summary(small)["jobs_per_day"])

@@ -14,7 +14,7 @@ from mirage.live.observe import LiveObserver, epoch, now_s
 from mirage.live.slurm import Slurm
 from mirage.samples.generate import SimObserver
 from mirage.sim import JobTable, warm_start
-from mirage.sim.profile import Backfill, ClusterProfile, Priority
+from mirage.sim.cluster import Backfill, ClusterDescription, Priority
 
 LIMIT_MIN = 15
 
@@ -91,7 +91,7 @@ def test_live_and_simulated_producers_agree(slurm_cluster):
 
         # the simulator: the test cluster's description, warm-started at now from its accounting;
         # the recorded priority (squeue's) orders its queue, as Slurm's does
-        profile = ClusterProfile(cluster="live", nodes=16,
+        profile = ClusterDescription(cluster="live", nodes=16,
                                  priority=Priority(weight_age=0.0, weight_size=0.0, weight_trace=1.0),
                                  backfill=Backfill(interval_s=5, window_min=2880, resolution_s=60, max_job_test=1000))
         sim = warm_start(JobTable.from_frame(_table_from_accounting(c, now, since)), profile, now)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from mirage.sim import Backfill, ClusterProfile, JobTable, Priority
+from mirage.sim import Backfill, ClusterDescription, JobTable, Priority
 from paths import LS6
 
 T0 = pd.Timestamp("2023-01-01T00:00:00")
@@ -43,8 +43,8 @@ def make_profile(nodes: int = 4, *, mode: str = "conservative", interval_s: int 
                  resolution_s: int = 60, window_min: int = 7 * 1440, w_age: float = 1000.0,
                  max_age_s: int = 7 * 86400, w_size: float = 0.0, w_trace: float = 0.0,
                  max_jobs=None, max_nodes=None, capacity=(), warm: bool = True,
-                 deps: bool = False) -> ClusterProfile:
-    return ClusterProfile(
+                 deps: bool = False) -> ClusterDescription:
+    return ClusterDescription(
         cluster="test", nodes=nodes, capacity=tuple(capacity),
         priority=Priority(weight_age=w_age, max_age_s=max_age_s, weight_size=w_size,
                           weight_trace=w_trace),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mirage.sim import SERVICE_USER, JobTable, load_profile, to_seconds, warm_start
+from mirage.sim import SERVICE_USER, JobTable, load_cluster, to_seconds, warm_start
 from mirage.sim import follow
 from mirage.sim.whatif import clear_reuse, what_if
 
@@ -30,7 +30,7 @@ def heavy_table():
 
 @pytest.mark.parametrize("mode", ["conservative", "easy"])
 def test_replay_of_a_loaded_window_equals_reference(heavy_table, mode):
-    prof = load_profile("ls6")
+    prof = load_cluster("ls6")
     if mode != "conservative":
         prof = prof.with_(backfill={"mode": mode})
     t0, t1 = "2023-01-19", "2023-01-21T12:00"
@@ -42,9 +42,9 @@ def test_replay_of_a_loaded_window_equals_reference(heavy_table, mode):
 
 
 def test_compat_replay_equals_reference(heavy_table):
-    from mirage.sim import compat_profile
+    from mirage.sim import compat_cluster
 
-    prof = compat_profile("ls6")
+    prof = compat_cluster("ls6")
     t0, t1 = "2023-01-18", "2023-01-22"
     fast = warm_start(heavy_table, prof, t0, record=True)
     fast.run_until(to_seconds(t1))
@@ -55,7 +55,7 @@ def test_compat_replay_equals_reference(heavy_table):
 def test_whatif_sweep_in_a_loaded_window_equals_reference(heavy_table, nodes, points, every):
     """What generate.py does: a predecessor queued at T, a what-if every 10 minutes, each from a
     snapshot of the advancing base; with reuse the queries follow one another."""
-    prof = load_profile("ls6")
+    prof = load_cluster("ls6")
     t_pred = to_seconds("2023-01-22")
     base = warm_start(heavy_table, prof, t_pred - DAY, record=True)
     base.insert_job(t_pred, nodes, 2880 * 60, user=SERVICE_USER)

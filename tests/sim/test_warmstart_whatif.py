@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mirage.sim import INF, compat_profile, replay, to_seconds, warm_start
+from mirage.sim import INF, compat_cluster, replay, to_seconds, warm_start
 from mirage.sim.whatif import sweep_successor, what_if
 
 from .conftest import T0, make_profile, make_table, minutes
@@ -137,7 +137,7 @@ def test_compat_reproduces_reference_behaviour():
     jobs += [{"submit": 0, "run": 60, "nodes": 1} for _ in range(100)]
     jobs += [{"submit": 1, "run": 10, "nodes": 88}]
     tab = make_table(jobs)
-    prof = compat_profile("test")
+    prof = compat_cluster("test")
     st = replay(tab, prof, to_seconds(T0))
     m = np.array([minutes(int(x)) if x >= 0 else np.nan for x in st])
     ones = m[(tab.nodes == 1)]

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from mirage.figures.style import DOUBLE_W, date_axis, log_axis, save, styled
-from mirage.traces.profile import (
-    HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H, busy_nodes, queued_jobs, trace_profile,
+from mirage.traces.summary import (
+    HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H, busy_nodes, queued_jobs, trace_summary,
 )
 
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
@@ -48,7 +48,7 @@ def _overview(jobs, label, reference, reference_label):
     series = bottom.subplots(3, 1, sharex=True)
     width = 0.8 / len(traces)
     for n, ((name, df), color) in enumerate(zip(traces, TRACE_COLORS)):
-        prof = trace_profile(df)
+        prof = trace_summary(df)
         kw = dict(color=color, label=name)
         dist[0, 0].plot(range(24), np.array(prof["hour_shares"]) * 100, marker="o", ms=2.5, **kw)
         dist[0, 1].plot(WEEKDAYS, np.array(prof["weekday_shares"]) * 100, marker="o", ms=2.5, **kw)

@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from mirage.policies.data import SampleSet
 from mirage.samples.generate import SampleSpec, generate_sample, sample_starts
-from mirage.sim import JobTable, compat_profile, load_profile
+from mirage.sim import JobTable, compat_cluster, load_cluster
 
 SPLITS = ("train", "validation")
 
@@ -38,18 +38,18 @@ class Plan:
         return out
 
 
-def profile_for(cluster: str, mode: str):
+def cluster_for(cluster: str, mode: str):
     """The simulator profile of a mode: ``calibrated`` (the cluster's) or ``compat`` (the
     reference's setup: 88 nodes, cold start, age+size priority)."""
     if mode == "compat":
-        return compat_profile(cluster)
-    return load_profile(cluster)
+        return compat_cluster(cluster)
+    return load_cluster(cluster)
 
 
 def run_shard(plan: Plan, traces: dict[str, pd.DataFrame], *, shard: int, shards: int, mode: str,
               progress: bool = True) -> SampleSet:
     specs = plan.specs()[shard::shards]
-    profile = profile_for(plan.cluster, mode)
+    profile = cluster_for(plan.cluster, mode)
     tables = {split: JobTable.from_frame(df) for split, df in traces.items()}
     results = []
     for spec in tqdm(specs, desc=f"{plan.cluster} {mode} shard {shard}/{shards}", disable=not progress,

@@ -2,12 +2,12 @@
 
 from .engine import INF, SERVICE_USER, Simulator
 from .jobs import JobTable, SimInputError, to_seconds, to_timestamp
-from .profile import Backfill, ClusterProfile, Priority, compat_profile, load_profile
+from .cluster import Backfill, ClusterDescription, Priority, compat_cluster, load_cluster
 from .state import SimState
 from .warmstart import replay, warm_start
 
 __all__ = [
     "INF", "SERVICE_USER", "Simulator", "JobTable", "SimInputError", "to_seconds", "to_timestamp",
-    "Backfill", "ClusterProfile", "Priority", "compat_profile", "load_profile", "SimState",
+    "Backfill", "ClusterDescription", "Priority", "compat_cluster", "load_cluster", "SimState",
     "replay", "warm_start",
 ]

@@ -11,14 +11,14 @@ import time
 import numpy as np
 
 from .jobs import JobTable, to_seconds, to_timestamp
-from .profile import ClusterProfile, compat_profile
+from .cluster import ClusterDescription, compat_cluster
 from .warmstart import get_static, warm_start
 from .whatif import sweep_successor, what_if
 
 DAY = 86400
 
 
-def bench_replay(table: JobTable, profile: ClusterProfile, repeat: int = 3) -> dict:
+def bench_replay(table: JobTable, profile: ClusterDescription, repeat: int = 3) -> dict:
     get_static(table, profile)  # one-off preparation, not part of a replay
     best = float("inf")
     for _ in range(repeat):
@@ -29,7 +29,7 @@ def bench_replay(table: JobTable, profile: ClusterProfile, repeat: int = 3) -> d
     return {"jobs": len(table), "seconds": best, "jobs_per_s": len(table) / best}
 
 
-def bench_whatif(table: JobTable, profile: ClusterProfile, queries: int = 200, seed: int = 0,
+def bench_whatif(table: JobTable, profile: ClusterDescription, queries: int = 200, seed: int = 0,
                  nodes: int = 1, limit_min: int = 2880) -> dict:
     """Median time of one what-if from a snapshot; snapshot times drawn uniformly (seeded) over
     the trace after its first start, each probe submitted at the snapshot's time."""
@@ -55,7 +55,7 @@ def bench_whatif(table: JobTable, profile: ClusterProfile, queries: int = 200, s
             "median_probe_wait_h": float(np.nanmedian(waits))}
 
 
-def bench_sweep(table: JobTable, profile: ClusterProfile, pred_submits, nodes: int = 1,
+def bench_sweep(table: JobTable, profile: ClusterDescription, pred_submits, nodes: int = 1,
                 limit_min: int = 2880, warmup_s: int = 2 * DAY) -> list[dict]:
     """One predecessor (``nodes``, 48 h, runs to its limit) per submit time, simulated from a warm
     start ``warmup_s`` earlier; time of answering every 10-minute decision point of its life."""
@@ -73,7 +73,7 @@ def bench_sweep(table: JobTable, profile: ClusterProfile, pred_submits, nodes: i
     return out
 
 
-def run_bench(table: JobTable, profile: ClusterProfile, *, queries: int = 200,
+def run_bench(table: JobTable, profile: ClusterDescription, *, queries: int = 200,
               sweeps=("2022-12-15T00:00:00", "2023-01-20T00:00:00", "2023-02-10T00:00:00",
                       "2023-03-03T00:00:00", "2023-03-20T00:00:00"),
               seed: int = 0, echo=print) -> dict:
@@ -81,7 +81,7 @@ def run_bench(table: JobTable, profile: ClusterProfile, *, queries: int = 200,
     res["replay"] = bench_replay(table, profile)
     echo(f"full replay, {profile.cluster} profile: {res['replay']['jobs']} jobs in "
          f"{res['replay']['seconds']:.2f} s = {res['replay']['jobs_per_s']:,.0f} jobs/s")
-    res["replay_compat"] = bench_replay(table, compat_profile(profile.cluster))
+    res["replay_compat"] = bench_replay(table, compat_cluster(profile.cluster))
     echo(f"full replay, compat profile: {res['replay_compat']['jobs_per_s']:,.0f} jobs/s")
     res["whatif"] = bench_whatif(table, profile, queries=queries, seed=seed)
     w = res["whatif"]

@@ -13,12 +13,12 @@ from pathlib import Path
 from mirage.errors import MirageError
 
 
-def _profile(args):
-    from .profile import compat_profile, load_profile
+def _cluster(args):
+    from .cluster import compat_cluster, load_cluster
 
     if getattr(args, "compat", False):
-        return compat_profile(args.cluster)
-    return load_profile(args.cluster, getattr(args, "profile", None))
+        return compat_cluster(args.cluster)
+    return load_cluster(args.cluster, getattr(args, "cluster_file", None))
 
 
 def _fidelity(args) -> None:
@@ -28,7 +28,7 @@ def _fidelity(args) -> None:
     from .io import load_table
 
     table = load_table(args.trace, args.cluster)
-    prof = _profile(args)
+    prof = _cluster(args)
     starts = tuple(s for s in args.windows.split(",") if s) if args.windows else ()
     periods = default_periods(table, window_days=args.window_days, starts=starts)
     points = [] if args.points else None
@@ -65,7 +65,7 @@ def _replay(args) -> None:
     from .warmstart import warm_start
 
     table = load_table(args.trace, args.cluster)
-    prof = _profile(args)
+    prof = _cluster(args)
     t0 = to_seconds(args.start) if args.start else None
     sim = warm_start(table, prof, t0, record=True, pinned=False)
     sim.run_until(to_seconds(args.end) if args.end else 1 << 62)
@@ -96,7 +96,7 @@ def _whatif(args) -> None:
     from .whatif import what_if
 
     table = load_table(args.trace, args.cluster)
-    prof = _profile(args)
+    prof = _cluster(args)
     t = to_seconds(args.at)
     t0 = to_seconds(args.from_) if args.from_ else t
     if t0 > t:
@@ -118,7 +118,7 @@ def _bench(args) -> None:
 
     trace = args.trace or _default_trace()
     table = load_table(trace, args.cluster)
-    res = run_bench(table, _profile(args), queries=args.queries, seed=args.seed)
+    res = run_bench(table, _cluster(args), queries=args.queries, seed=args.seed)
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         Path(args.out).write_text(json.dumps(res, indent=2))
@@ -135,8 +135,8 @@ def _default_trace() -> str:
 def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
     if trace_positional:
         p.add_argument("trace", help="raw trace file or clean .parquet table")
-    p.add_argument("--cluster", required=True, help="cluster key; profile config/profiles/<cluster>.yaml")
-    p.add_argument("--profile", help="profile YAML to use instead of config/profiles/<cluster>.yaml")
+    p.add_argument("--cluster", required=True, help="cluster key; its description config/clusters/<cluster>.yaml")
+    p.add_argument("--cluster-file", help="cluster description YAML to use instead of config/clusters/<cluster>.yaml")
     p.add_argument("--compat", action="store_true",
                    help="the reference simulator's setting (88 nodes, cold start, age+size priority)")
 
@@ -180,7 +180,7 @@ def register_bench(bench_subparsers) -> None:
     b = bench_subparsers.add_parser("sim", help="simulator speed: replay, what-if, sweep")
     b.add_argument("--trace", help="trace (default: ../shared/traces/ls6-a100.log)")
     b.add_argument("--cluster", default="ls6")
-    b.add_argument("--profile", help="profile YAML")
+    b.add_argument("--cluster-file", help="cluster description YAML (default: config/clusters/<cluster>.yaml)")
     b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)
     b.add_argument("--queries", type=int, default=200)
     b.add_argument("--seed", type=int, default=0)

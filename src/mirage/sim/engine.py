@@ -19,7 +19,7 @@ import numpy as np
 
 from .freenodes import INF, earliest_fit, free_profile, reserve
 from .jobs import NO_DEP, JobTable, SimInputError
-from .profile import ClusterProfile
+from .cluster import ClusterDescription
 from .state import SimState, Snapshot
 
 #: an inserted job without a user belongs to this pseudo user (the service being provisioned)
@@ -36,7 +36,7 @@ _SUBMIT_OF = itemgetter(R_SUBMIT)
 class _Static:
     """Per (trace, profile) data every simulation and fork shares read-only."""
 
-    def __init__(self, table: JobTable, profile: ClusterProfile, user_max_jobs=None,
+    def __init__(self, table: JobTable, profile: ClusterDescription, user_max_jobs=None,
                  qtime: np.ndarray | None = None):
         self.table = table
         self.profile = profile
@@ -155,7 +155,7 @@ class Simulator:
         return self.s.table
 
     @property
-    def profile(self) -> ClusterProfile:
+    def profile(self) -> ClusterDescription:
         return self.s.profile
 
     # ------------------------------------------------------------------ queries

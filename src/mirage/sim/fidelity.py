@@ -21,7 +21,7 @@ import pandas as pd
 
 from .engine import Simulator
 from .jobs import JobTable, to_seconds, to_timestamp
-from .profile import ClusterProfile, compat_profile
+from .cluster import ClusterDescription, compat_cluster
 from .warmstart import get_static, initial_state, warm_start
 
 
@@ -59,7 +59,7 @@ def default_periods(table: JobTable, window_days: float = 5.0,
 
 
 # ---------------------------------------------------------------------------- predictions
-def loo_predictions(table: JobTable, profile: ClusterProfile, jobs: np.ndarray,
+def loo_predictions(table: JobTable, profile: ClusterDescription, jobs: np.ndarray,
                     max_wait_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
     """Predicted start of each job in ``jobs`` (trace indices), one warm start per job."""
     static = get_static(table, profile, user_max_jobs)
@@ -78,7 +78,7 @@ def loo_predictions(table: JobTable, profile: ClusterProfile, jobs: np.ndarray,
     return out
 
 
-def replay_starts(table: JobTable, profile: ClusterProfile, period: Period,
+def replay_starts(table: JobTable, profile: ClusterDescription, period: Period,
                   drain_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
     """Simulated start of every trace job when the period is replayed from its start."""
     sim = warm_start(table, profile, period.start, record=True, pinned=False,
@@ -126,13 +126,13 @@ def replay_metrics(sim_daily: pd.Series, real_daily: pd.Series) -> dict:
 
 
 # ---------------------------------------------------------------------------- report
-def evaluate_period(table: JobTable, profile: ClusterProfile, period: Period,
-                    compat: ClusterProfile | None = None, user_max_jobs=None,
+def evaluate_period(table: JobTable, profile: ClusterDescription, period: Period,
+                    compat: ClusterDescription | None = None, user_max_jobs=None,
                     baselines: bool = True, points: list | None = None) -> dict:
     """All figures of one period; ``baselines=False`` skips the compat simulation (its entries
     then repeat the zero-wait ones and must not be read). With a list ``points``, the period's
     leave-one-out jobs are appended to it as one table (see loo_points)."""
-    compat = compat or compat_profile(profile.cluster)
+    compat = compat or compat_cluster(profile.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
     long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
     real = table.start[long_jobs]
@@ -209,7 +209,7 @@ VARIANTS = {
 }
 
 
-def evaluate_variants(table: JobTable, profile: ClusterProfile, periods: list[Period],
+def evaluate_variants(table: JobTable, profile: ClusterDescription, periods: list[Period],
                       names=None) -> dict:
     """The ``sim`` figures of each variant, per period (ablation of the calibrated profile)."""
     out: dict = {}
@@ -226,7 +226,7 @@ def _nan_to_none(a) -> list:
     return [None if (x is None or (isinstance(x, float) and math.isnan(x))) else float(x) for x in a]
 
 
-def fidelity_report(table: JobTable, profile: ClusterProfile, periods: list[Period] | None = None,
+def fidelity_report(table: JobTable, profile: ClusterDescription, periods: list[Period] | None = None,
                     user_max_jobs=None, variants: bool = False, points: list | None = None) -> dict:
     """The fidelity report: top-level metric keys hold the whole-trace figures; ``periods`` holds
     every period's figures (the two reference windows and the whole trace). With a list
@@ -250,7 +250,7 @@ def fidelity_report(table: JobTable, profile: ClusterProfile, periods: list[Peri
     return report
 
 
-def _profile_summary(p: ClusterProfile) -> dict:
+def _profile_summary(p: ClusterDescription) -> dict:
     return {
         "nodes": p.nodes, "capacity": [[str(to_timestamp(t)), n] for t, n in p.capacity],
         "priority": p.priority.__dict__, "backfill": p.backfill.__dict__,

@@ -15,13 +15,13 @@ import numpy as np
 from .engine import INF, Simulator, _Static
 from .inference import infer_dependencies
 from .jobs import JobTable, to_seconds
-from .profile import ClusterProfile
+from .cluster import ClusterDescription
 from .state import SimState
 
 _CACHE: dict = {}
 
 
-def get_static(table: JobTable, profile: ClusterProfile, user_max_jobs=None) -> _Static:
+def get_static(table: JobTable, profile: ClusterDescription, user_max_jobs=None) -> _Static:
     """The shared read-only part of every simulation of (table, profile); cached."""
     key = (id(table), profile, tuple(sorted((user_max_jobs or {}).items())))
     hit = _CACHE.get(key)
@@ -115,7 +115,7 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
     )
 
 
-def warm_start(table: JobTable, profile: ClusterProfile, t0=None, *, exclude=(),
+def warm_start(table: JobTable, profile: ClusterDescription, t0=None, *, exclude=(),
                pinned: bool | None = None, warm: bool | None = None, record: bool = True,
                user_max_jobs: dict | None = None) -> Simulator:
     """A simulator standing at ``t0`` (default: the first submit of the trace).
@@ -140,7 +140,7 @@ def warm_start(table: JobTable, profile: ClusterProfile, t0=None, *, exclude=(),
     return sim
 
 
-def replay(table: JobTable, profile: ClusterProfile, t0=None, t_end=None, **kw) -> np.ndarray:
+def replay(table: JobTable, profile: ClusterDescription, t0=None, t_end=None, **kw) -> np.ndarray:
     """Simulated start of every trace job (-1: not started by ``t_end``) from ``t0``."""
     sim = warm_start(table, profile, t0, record=True, **kw)
     sim.run_until(INF if t_end is None else to_seconds(t_end))

@@ -64,20 +64,20 @@ def _trace_split(args) -> None:
         print(f"{name} {start}..{end}: {int(part['in_window'].sum())} jobs in window, {len(part)} with context -> {out}")
 
 
-def _trace_profile(args) -> None:
+def _trace_summary(args) -> None:
     import pandas as pd
 
-    from mirage.traces.profile import compare_profiles, trace_profile
+    from mirage.traces.summary import compare_summaries, trace_summary
 
     jobs = pd.read_parquet(args.input)
     reference = pd.read_parquet(args.reference) if args.reference else None
-    profile = {"trace": trace_profile(jobs)}
+    summary = {"trace": trace_summary(jobs)}
     if reference is not None:
-        profile["reference"] = trace_profile(reference)
-        profile["difference"] = compare_profiles(profile["trace"], profile["reference"])
+        summary["reference"] = trace_summary(reference)
+        summary["difference"] = compare_summaries(summary["trace"], summary["reference"])
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(profile, indent=2, default=float) + "\n")
-    p = profile["trace"]
+    Path(args.out).write_text(json.dumps(summary, indent=2, default=float) + "\n")
+    p = summary["trace"]
     print(f"{args.input}: {p['jobs']} jobs, {p['jobs_per_day']:.1f}/day, mean busy nodes "
           f"{p['busy_nodes_mean']:.1f}, {p['wait_over_1h_share']:.1%} wait > 1 h -> {args.out}")
 
@@ -127,11 +127,11 @@ def register(sub) -> None:
     p.add_argument("--horizon-hours", type=float, required=True)
     p.set_defaults(func=_trace_split)
 
-    p = tsub.add_parser("profile", help="statistics of a clean trace (JSON; figures: mirage figures trace)")
+    p = tsub.add_parser("summary", help="statistics of a clean trace (JSON; figures: mirage figures trace)")
     p.add_argument("input", help="clean canonical table (.parquet)")
-    p.add_argument("--out", required=True, help="profile JSON")
+    p.add_argument("--out", required=True, help="summary JSON")
     p.add_argument("--reference", help="another clean table to compare with (e.g. the real trace)")
-    p.set_defaults(func=_trace_profile)
+    p.set_defaults(func=_trace_summary)
 
     p = tsub.add_parser("fetch", help="download a published trace (needs network)")
     p.add_argument("cluster")

@@ -1,7 +1,7 @@
 """Comparable statistics of a job trace, and the differences between two traces.
 
 Used to check the synthetic generator against a real trace (tests) and for figures. All
-statistics are plain floats, lists or dicts so a profile serialises to JSON as it is.
+statistics are plain floats, lists or dicts so a summary serialises to JSON as it is.
 
 Arrival, mix and wait statistics cover jobs *submitted* in the window; busy nodes count every
 job *running* in the window, whenever it was submitted.
@@ -22,7 +22,7 @@ LONG_LIMIT_MIN = 1440
 GRID = "10min"
 
 
-def trace_profile(df: pd.DataFrame, start=None, end=None) -> dict:
+def trace_summary(df: pd.DataFrame, start=None, end=None) -> dict:
     """Statistics of a clean job table over ``[start, end)`` (default: first to last submit)."""
     t0 = pd.Timestamp(start) if start is not None else df["submit"].min().floor("D")
     t1 = pd.Timestamp(end) if end is not None else df["submit"].max().floor("D") + pd.Timedelta("1D")
@@ -58,8 +58,8 @@ def trace_profile(df: pd.DataFrame, start=None, end=None) -> dict:
     }
 
 
-def compare_profiles(a: dict, b: dict) -> dict:
-    """Differences of profile ``a`` from reference ``b``, per statistic.
+def compare_summaries(a: dict, b: dict) -> dict:
+    """Differences of summary ``a`` from reference ``b``, per statistic.
 
     Scalars: ``{"a", "b", "abs": a - b, "rel": (a - b) / b}``. Lists and dicts of numbers
     (shares, quantiles): ``{"a", "b", "abs": per-entry a - b, "max_abs": largest |a - b|}``.

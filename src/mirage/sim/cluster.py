@@ -1,6 +1,6 @@
-"""Cluster profiles: what the simulator must know about a cluster, each value with its source.
+"""Cluster descriptions: what the simulator must know about a cluster, each value with its source.
 
-A profile lives in ``config/profiles/<cluster>.yaml``. Every leaf is ``{value: ..., source: ...}``
+A description lives in ``config/clusters/<cluster>.yaml``. Every leaf is ``{value: ..., source: ...}``
 so that nobody has to guess where a number came from (a site's documentation, the Slurm default,
 or an inference from the trace, with the inference named).
 """
@@ -47,7 +47,7 @@ class Backfill:
 
 
 @dataclass(frozen=True)
-class ClusterProfile:
+class ClusterDescription:
     cluster: str
     nodes: int
     #: ((from_epoch_s, nodes), ...) sorted; before the first entry the cluster has ``nodes``
@@ -74,15 +74,15 @@ class ClusterProfile:
 
     def __post_init__(self):
         if self.nodes < 1:
-            raise ConfigError(f"profile {self.cluster}: nodes must be >= 1. Fix: set nodes.value")
+            raise ConfigError(f"cluster description {self.cluster}: nodes must be >= 1. Fix: set nodes.value")
         if self.backfill.mode not in BACKFILL_MODES:
             raise ConfigError(
-                f"profile {self.cluster}: backfill.mode {self.backfill.mode!r} unknown. "
+                f"cluster description {self.cluster}: backfill.mode {self.backfill.mode!r} unknown. "
                 f"Fix: use one of {BACKFILL_MODES}"
             )
         if self.whatif_background not in BACKGROUND_MODES:
             raise ConfigError(
-                f"profile {self.cluster}: whatif_background {self.whatif_background!r} unknown. "
+                f"cluster description {self.cluster}: whatif_background {self.whatif_background!r} unknown. "
                 f"Fix: use one of {BACKGROUND_MODES}"
             )
 
@@ -95,11 +95,11 @@ class ClusterProfile:
                 break
         return cap
 
-    def compat(self) -> "ClusterProfile":
+    def compat(self) -> "ClusterDescription":
         """The reference simulator's setting: 88 nodes, cold start, age+size, its backfill."""
-        return compat_profile(self.cluster)
+        return compat_cluster(self.cluster)
 
-    def with_(self, **kw) -> "ClusterProfile":
+    def with_(self, **kw) -> "ClusterDescription":
         """A copy with some fields replaced; ``priority``/``backfill`` accept dicts of changes."""
         for key in ("priority", "backfill"):
             if isinstance(kw.get(key), dict):
@@ -107,12 +107,12 @@ class ClusterProfile:
         return replace(self, **kw)
 
 
-def compat_profile(cluster: str = "compat") -> ClusterProfile:
+def compat_cluster(cluster: str = "compat") -> ClusterDescription:
     """zhaozhang/Mirage ``src/sim``: 88 nodes whatever the cluster, empty cluster at the window
     start, priority = 7000 * age / 7 d (never capped) + 100 * nodes / 88, conservative backfill
     every 10 one-minute steps over a 2880-minute window at 600 s resolution, 3000 jobs tested."""
     src = "zhaozhang/Mirage src/sim (scheduler.py, test_data/*.json): reference setting"
-    return ClusterProfile(
+    return ClusterDescription(
         cluster=cluster,
         nodes=88,
         capacity=(),
@@ -129,12 +129,12 @@ def compat_profile(cluster: str = "compat") -> ClusterProfile:
     )
 
 
-def profiles_dir() -> Path:
-    env = os.environ.get("MIRAGE_PROFILES")
+def clusters_dir() -> Path:
+    env = os.environ.get("MIRAGE_CLUSTERS")
     if env:
         return Path(env)
-    # src/mirage/sim/profile.py -> repository root
-    return Path(__file__).resolve().parents[3] / "config" / "profiles"
+    # src/mirage/sim/cluster.py -> repository root
+    return Path(__file__).resolve().parents[3] / "config" / "clusters"
 
 
 def _leaf(node: dict, key: str, where: str, sources: dict, default=dataclasses.MISSING):
@@ -152,20 +152,20 @@ def _leaf(node: dict, key: str, where: str, sources: dict, default=dataclasses.M
     return item["value"]
 
 
-def load_profile(cluster: str, path: str | Path | None = None) -> ClusterProfile:
-    """Read ``config/profiles/<cluster>.yaml`` (or ``path``); ``compat`` gives the reference's."""
+def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescription:
+    """Read ``config/clusters/<cluster>.yaml`` (or ``path``); ``compat`` gives the reference's."""
     import yaml
 
-    p = Path(path) if path is not None else profiles_dir() / f"{cluster}.yaml"
+    p = Path(path) if path is not None else clusters_dir() / f"{cluster}.yaml"
     if not p.is_file():
         have = sorted(q.stem for q in p.parent.glob("*.yaml")) if p.parent.is_dir() else []
-        raise ConfigError(f"no cluster profile {p}. Fix: use one of {have} or write that file")
+        raise ConfigError(f"no cluster description {p}. Fix: use one of {have} or write that file")
     try:
         doc = yaml.safe_load(p.read_text())
     except yaml.YAMLError as e:
         raise ConfigError(f"{p}: not valid YAML ({e}). Fix: correct the syntax") from None
     if not isinstance(doc, dict):
-        raise ConfigError(f"{p}: expected a mapping at the top. Fix: see config/profiles/ls6.yaml")
+        raise ConfigError(f"{p}: expected a mapping at the top. Fix: see config/clusters/ls6.yaml")
     where = str(p)
     src: dict = {}
     nodes = int(_leaf(doc, "nodes", where, src))
@@ -204,7 +204,7 @@ def load_profile(cluster: str, path: str | Path | None = None) -> ClusterProfile
                **{f"user_limits.{k}": v for k, v in lim_src.items()}}
     model = doc.get("model", {}) or {}
     model_src: dict = {}
-    prof = ClusterProfile(
+    prof = ClusterDescription(
         cluster=str(doc.get("cluster", cluster)),
         nodes=nodes,
         capacity=capacity,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mirage.errors import ConfigError, MirageError
-from mirage.sim import compat_profile, load_profile, replay, to_seconds, warm_start
+from mirage.sim import compat_cluster, load_cluster, replay, to_seconds, warm_start
 from mirage.sim.fidelity import (Period, daily_mean_wait, default_periods, evaluate_period,
                                  loo_metrics, replay_metrics)
 from mirage.sim.inference import infer_capacity, infer_dependencies, infer_user_max_jobs
@@ -19,7 +19,7 @@ from .conftest import REAL_TRACE, T0, make_profile, make_table
 
 @pytest.mark.parametrize("cluster", ["ls6", "frontera", "longhorn"])
 def test_profiles_load_with_a_source_for_every_value(cluster):
-    p = load_profile(cluster)
+    p = load_cluster(cluster)
     assert p.cluster == cluster and p.nodes >= 80
     for key in ("nodes", "capacity_schedule", "priority.weight_age", "backfill.bf_window",
                 "backfill.bf_resolution", "user_limits.max_running_jobs", "model.warm_start"):
@@ -28,22 +28,22 @@ def test_profiles_load_with_a_source_for_every_value(cluster):
 
 
 def test_compat_yaml_matches_the_builtin_compat_profile():
-    assert load_profile("compat").with_(sources={}) == compat_profile("compat")
-    c = compat_profile("ls6")
+    assert load_cluster("compat").with_(sources={}) == compat_cluster("compat")
+    c = compat_cluster("ls6")
     assert c.nodes == 88 and not c.warm_start and c.priority.weight_trace == 0
     assert c.backfill.interval_s == 600 and c.backfill.resolution_s == 600
 
 
 def test_profile_errors_name_the_fix(tmp_path):
     with pytest.raises(ConfigError, match="Fix"):
-        load_profile("nosuchcluster")
+        load_cluster("nosuchcluster")
     bad = tmp_path / "x.yaml"
     bad.write_text("cluster: x\nnodes: 12\n")
     with pytest.raises(ConfigError, match="value.*source"):
-        load_profile("x", bad)
+        load_cluster("x", bad)
     bad.write_text("cluster: x\nnodes: {value: 4, source: s}\nbackfill: {mode: {value: fifo, source: s}}\n")
     with pytest.raises(ConfigError, match="backfill.mode"):
-        load_profile("x", bad)
+        load_cluster("x", bad)
 
 
 def test_inferences_on_a_small_trace():
@@ -84,7 +84,7 @@ def test_fidelity_on_a_hand_made_trace():
     tab = make_table(jobs)
     per = Period("test", to_seconds(T0), to_seconds(T0) + 4 * 86400)
     points = []
-    res = evaluate_period(tab, make_profile(40), per, compat=compat_profile("test"), points=points)
+    res = evaluate_period(tab, make_profile(40), per, compat=compat_cluster("test"), points=points)
     for key in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
         assert set(res[key]) == {"sim", "zero_wait", "compat"}
     assert res["period"]["long_jobs"] == 200
@@ -116,10 +116,10 @@ def test_cli_replay_and_whatif(tmp_path, capsys):
     prof = tmp_path / "p.yaml"
     prof.write_text("cluster: t\nnodes: {value: 4, source: test}\n")
     out = tmp_path / "r.csv"
-    assert main(["sim", "replay", str(src), "--cluster", "t", "--profile", str(prof),
+    assert main(["sim", "replay", str(src), "--cluster", "t", "--cluster-file", str(prof),
                  "--out", str(out)]) == 0
     assert len(pd.read_csv(out)) == 40
-    assert main(["sim", "whatif", str(src), "--cluster", "t", "--profile", str(prof),
+    assert main(["sim", "whatif", str(src), "--cluster", "t", "--cluster-file", str(prof),
                  "--at", "2023-01-01T02:00:00", "--nodes", "2", "--limit-min", "60"]) == 0
     assert "starts at" in capsys.readouterr().out
     assert main(["sim", "replay", str(tmp_path / "missing.log"), "--cluster", "t",
@@ -131,7 +131,7 @@ def test_cli_replay_and_whatif(tmp_path, capsys):
 @pytest.mark.real_trace
 def test_real_warm_start_reproduces_recorded_running_set(real_table):
     tab = real_table
-    prof = load_profile("ls6")
+    prof = load_cluster("ls6")
     for ts in ("2022-11-15T08:00:00", "2023-01-20T13:30:00", "2023-03-02T00:00:00"):
         t = to_seconds(ts)
         sim = warm_start(tab, prof, t)
@@ -146,7 +146,7 @@ def test_real_whatif_equals_rerun_and_replay_is_fast(real_table):
     import time
 
     tab = real_table
-    prof = load_profile("ls6")
+    prof = load_cluster("ls6")
     t0 = to_seconds("2023-03-01T00:00:00")
     s = to_seconds("2023-03-02T06:00:00")
     full = warm_start(tab, prof, t0, record=False)
@@ -166,7 +166,7 @@ def test_real_whatif_equals_rerun_and_replay_is_fast(real_table):
 @pytest.mark.real_trace
 def test_real_fidelity_window_beats_zero_wait_on_mae(real_table):
     tab = real_table
-    prof = load_profile("ls6")
+    prof = load_cluster("ls6")
     per = default_periods(tab)[1]
     res = evaluate_period(tab, prof, per)
     assert res["loo_mae_h"]["sim"] < res["loo_mae_h"]["zero_wait"]
