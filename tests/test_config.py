@@ -47,6 +47,13 @@ def test_cli_validate(tmp_path, capsys):
     assert code == 2
     assert "key `clusters`" in capsys.readouterr().err
     assert main(["config", "validate", str(REPO / "config" / "config.yaml")]) == 0
+    # a config outside config/ (a user's own) is checked against the checkout's schema
+    own = tmp_path / "mine.yaml"
+    own.write_text((REPO / "config" / "tiny.yaml").read_text())
+    assert main(["config", "validate", str(own)]) == 0
+    capsys.readouterr()
+    assert main(["config", "validate", str(own), "--schema", str(tmp_path / "no.yaml")]) == 2
+    assert "no schema" in capsys.readouterr().err
 
 
 def test_configs_layer_on_the_defaults_and_name_their_run():

@@ -100,7 +100,11 @@ def _write_cmd(args) -> None:
 
 
 def _validate_cmd(args) -> None:
-    schema = Path(args.schema) if args.schema else Path(args.config).with_name("schema.yaml")
+    beside = Path(args.config).with_name("schema.yaml")
+    schema = Path(args.schema) if args.schema else (beside if beside.exists() else SCHEMA)
+    if not schema.is_file():
+        raise MirageError(f"no schema {schema}. Fix: pass --schema config/schema.yaml of the "
+                          "checkout, or leave --schema out")
     defaults = None if args.no_defaults else (Path(args.defaults) if args.defaults else DEFAULTS)
     try:
         config = layered(args.config, defaults)
@@ -115,7 +119,8 @@ def register(sub) -> None:
     csub = cfg.add_subparsers(dest="config_command", required=True)
     p = csub.add_parser("validate", help="validate a config against its schema")
     p.add_argument("config")
-    p.add_argument("--schema", help="default: schema.yaml beside the config")
+    p.add_argument("--schema", help="default: schema.yaml beside the config, else the "
+                   "checkout's config/schema.yaml")
     p.add_argument("--defaults", help="the defaults the config layers on (default: "
                    "config/defaults.yaml of this checkout)")
     p.add_argument("--no-defaults", action="store_true", help="validate the file on its own")
