@@ -20,6 +20,8 @@ from paths import REPO
 CLUSTER_SH = REPO / "tests" / "slurm" / "cluster.sh"
 OVERLAY = REPO / "tests" / "slurm" / "overlay.yaml"
 PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
+#: the status-check pacing the overlay may set for the test cluster's jobs of seconds
+PACING = {"slurm-init-seconds-before-status-checks", "max-status-checks-per-second"}
 
 
 SLURM_DIRS = (REPO / "tests" / "slurm", REPO / "tests" / "provision")
@@ -29,6 +31,32 @@ def mark_slurm_tests(items) -> None:
     for item in items:
         if any(d in Path(item.fspath).parents for d in SLURM_DIRS):
             item.add_marker(pytest.mark.slurm)
+
+
+def xdist_scheduler(config, log):
+    """pytest-xdist's scheduler for this suite: a module's tests on one worker (its fixtures
+    built once), and every test of the one live cluster on one worker, in order (they stop and
+    start its daemons and count its jobs). The cluster's tests wait on Slurm most of their
+    time; the other worker runs the rest meanwhile. (``--dist loadgroup`` would say the same
+    with markers, but pytest-xdist 3.8 cannot rename pytest 9's node ids to carry the group.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    slurm_dirs = tuple(d.relative_to(REPO).as_posix() + "/" for d in SLURM_DIRS)
+
+    cluster = "live slurm cluster"
+
+    class ModulesWithTheClusterOnOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return cluster if path.startswith(slurm_dirs) else path
+
+        def _assign_work_unit(self, node) -> None:
+            # the cluster's tests first: the longest unit, and mostly waiting
+            if cluster in self.workqueue:
+                self.workqueue.move_to_end(cluster, last=False)
+            super()._assign_work_unit(node)
+
+    return ModulesWithTheClusterOnOneWorker(config, log)
 
 
 class Cluster:
@@ -76,11 +104,12 @@ class Cluster:
 
     def profile(self, dest: Path) -> Path:
         """A copy of profiles/slurm with tests/slurm/overlay.yaml merged in: the test cluster's
-        partition and account, nothing else."""
+        partition and account and the pacing of status checks, nothing else."""
         profile = yaml.safe_load(PROFILE.read_text())
         overlay = yaml.safe_load(OVERLAY.read_text())
-        assert set(overlay) == {"default-resources"}
-        profile["default-resources"].update(overlay["default-resources"])
+        profile["default-resources"].update(overlay.pop("default-resources"))
+        assert set(overlay) <= PACING <= set(profile), "the overlay changes the pacing only"
+        profile.update(overlay)
         dest.mkdir(parents=True, exist_ok=True)
         (dest / "config.yaml").write_text(yaml.safe_dump(profile, sort_keys=False))
         return dest
