@@ -32,9 +32,10 @@ def tiny_run(tmp_path_factory):
     shared = tmp_path_factory.getbasetemp()
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # basetemp/popen-gwN -> basetemp, the same for every worker
-    work, done = shared / "tiny-run" / "local", shared / "tiny-run" / "done"
-    work.parent.mkdir(parents=True, exist_ok=True)
-    with open(shared / "tiny-run" / "lock", "w") as lock:
+    root = shared / "tiny-run"
+    root.mkdir(exist_ok=True)
+    work, done = root / "local", root / "done"
+    with open(root / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not done.exists():
             run_tiny(work)

@@ -80,10 +80,7 @@ def test_idle_cluster_kills_and_a_controller_restart(slurm_cluster, tmp_path):
     assert [h["link"] for h in handovers] == [2, 3]
     for h in handovers:  # an idle cluster: the proactive successor starts at once
         assert h["reason"] == "policy" and h["interruption_s"] == 0, h
-        # the lead (30 s), plus up to one pass of slurmctld's time-limit check (every 30 s)
-        # where the predecessor's end was Slurm's kill (TIMEOUT: its exit 5 s before the limit
-        # came late, as under the controller restart or a loaded machine), plus jitter
-        assert 0 < h["overlap_s"] <= (40 if h["predecessor_state"] == "COMPLETED" else 70), h
+        assert 0 < h["overlap_s"] <= 40, h
         assert h["job_id"] == jobs[h["link"]][0]
     summary = json.loads((state / "summary.json").read_text())
     assert summary["handovers"] == 2 and summary["zero_interruption_share"] == 1.0
