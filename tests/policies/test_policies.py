@@ -212,18 +212,24 @@ def test_quantile_floor_and_plan_veto_decompose_the_lead(train, validation):
 
 
 def test_torch_runs_one_code_path_on_every_x86_cpu():
-    # MKL picks its kernels by instruction set; mirage.policies pins one path before torch
-    # loads (measured: MKL's AVX-512 and AVX2 paths give another DQN), unless the user set one
+    # MKL and ATen pick their kernels by instruction set; mirage.policies pins one path of each
+    # before torch loads (measured: other DQN and REINFORCE fits otherwise), unless the user set
+    # one; the optimisers take fused Adam (its own IEEE sqrt, not MKL's vector sqrt)
     import subprocess
     import sys
 
-    code = "import os, mirage.policies, torch; torch.ones(2) @ torch.ones(2); print(os.environ['MKL_CBWR'])"
-    env = {k: v for k, v in os.environ.items() if k != "MKL_CBWR"}
+    code = ("import os, mirage.policies, torch; torch.ones(2) @ torch.ones(2); "
+            "print(os.environ['MKL_CBWR'], torch.backends.cpu.get_cpu_capability())")
+    pinned = ("MKL_CBWR", "ATEN_CPU_CAPABILITY")
+    env = {k: v for k, v in os.environ.items() if k not in pinned}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.split() == ["COMPATIBLE"], out.stderr
-    env["MKL_CBWR"] = "AUTO"
+    assert out.stdout.split() == ["COMPATIBLE", "AVX2"], out.stderr
+    env.update(MKL_CBWR="AUTO", ATEN_CPU_CAPABILITY="default")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
-    assert out.stdout.split()[0] == "AUTO", out.stderr
+    assert out.stdout.split() == ["AUTO", "DEFAULT"], out.stderr
+
+    from mirage.policies.neural import adam, mlp
+    assert adam(mlp(3, 2).parameters(), 1e-3).defaults["fused"] is True
 
 
 @pytest.mark.parametrize("tuned,base,params", [

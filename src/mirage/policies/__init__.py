@@ -6,17 +6,24 @@ Names resolve lazily so that `mirage --help` and the light commands do not impor
 import importlib
 import os
 
-# Torch's matrix products run in MKL, which picks its kernels by the machine's instruction set.
-# Measured on one AVX-512 machine with one seeded DQN fit: MKL held to its AVX2 path
-# (MKL_CBWR=AVX2, as on an AVX2-only CPU) gave other weights than its AVX-512 path, and
-# reinforcement learning turns such last-bit differences into other policies. ATen's own
-# vectorised kernels did not matter there (its AVX2 and AVX-512 paths gave the same weights;
-# only its unvectorised path, for CPUs without AVX2, differed). MKL's conditional numerical
-# reproducibility (one code path on every x86 CPU, Intel or not) makes the torch fits agree
-# across machines, for about 15 % more fitting time on these small networks. It must be set
-# before torch loads MKL, and every torch import of the package goes through this package.
-# A value the user set wins (MKL_CBWR=AUTO: faster, machine-dependent).
+# The torch fits must give the same networks on every x86 CPU: reinforcement learning turns a
+# last-bit difference into another policy, and the expected values are checked on any machine.
+# Measured with one seeded DQN and REINFORCE fit on an AVX-512 Xeon and, under qemu-user, on
+# Haswell (Intel, AVX2) and EPYC-Milan (AMD, AVX2) CPU models, three libraries pick their code
+# by the machine:
+# - MKL's matrix products: held to one code path by conditional numerical reproducibility
+#   (MKL_CBWR=COMPATIBLE, Intel or not; about 15 % more fitting time on these small networks);
+# - ATen's vectorised kernels: softmax and log-softmax give other last bits at AVX-512 width
+#   than at AVX2 width, so ATen is held to its AVX2 kernels (ATEN_CPU_CAPABILITY=avx2; a CPU
+#   without AVX2 falls back to ATen's unvectorised kernels, which differ);
+# - MKL's vector math (VML), which ATen's sqrt calls: its sqrt is not correctly rounded and
+#   differs between AVX-512 and AVX2 CPUs even under MKL_CBWR; Adam's step divides by a sqrt,
+#   so the optimisers are fused Adam (mirage.policies.neural.adam), whose own kernel takes an
+#   IEEE sqrt.
+# Both variables must be set before torch loads, and every torch import of the package goes
+# through this package. A value the user set wins (e.g. MKL_CBWR=AUTO: faster, per machine).
 os.environ.setdefault("MKL_CBWR", "COMPATIBLE")
+os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
 _EXPORTS = {
     "Observation": "base", "Policy": "base", "first_submit_by_decide": "base",

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from mirage.policies.data import SampleSet
 from mirage.policies.env import ProvisioningEnv
-from mirage.policies.neural import TorchPolicy, record_every, seed_everything
+from mirage.policies.neural import TorchPolicy, adam, record_every, seed_everything
 
 
 @dataclass
@@ -99,7 +99,7 @@ class DQN(TorchPolicy):
         q_net = self._build_net(episodes.obs_dim)
         target = self._build_net(episodes.obs_dim)
         target.load_state_dict(q_net.state_dict())
-        opt = torch.optim.Adam(q_net.parameters(), lr=cfg.learning_rate)
+        opt = adam(q_net.parameters(), cfg.learning_rate)
         rb = ReplayBuffer(cfg.buffer_size, episodes.obs_dim)
 
         t0 = time.perf_counter()

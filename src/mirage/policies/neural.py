@@ -47,6 +47,12 @@ def record_every(total: int) -> int:
     return max(1, int(total) // HISTORY_POINTS)
 
 
+def adam(params, lr: float) -> torch.optim.Optimizer:
+    """Adam with torch's fused kernel: the same step on every CPU. The default kernel divides
+    by MKL's vector sqrt, whose last bits depend on the CPU (see mirage.policies)."""
+    return torch.optim.Adam(params, lr=lr, fused=True)
+
+
 def seed_everything(seed: int) -> np.random.Generator:
     torch.manual_seed(seed)
     return np.random.default_rng(seed)

@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from mirage.policies.data import SampleSet
-from mirage.policies.neural import TorchPolicy, mlp, record_every, seed_everything
+from mirage.policies.neural import TorchPolicy, adam, mlp, record_every, seed_everything
 
 
 @dataclass
@@ -62,8 +62,7 @@ class PolicyGradient(TorchPolicy):
         with torch.no_grad():
             policy[-1].bias.fill_(-math.log(steps))
         value = mlp(ep.obs_dim, 1, cfg.hidden).to(dev)
-        opt = torch.optim.Adam(list(policy.parameters()) + list(value.parameters()),
-                               lr=cfg.learning_rate)
+        opt = adam(list(policy.parameters()) + list(value.parameters()), cfg.learning_rate)
         X = torch.from_numpy(ep.X).to(dev)
 
         t0 = time.perf_counter()
