@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mirage.errors import MirageError
 
-#: The documented parameters of each notebook in ``notebooks/`` (tests/test_notebooks.py
+#: The documented parameters of each notebook in ``notebooks/`` (tests/workflow/test_notebooks.py
 #: checks every notebook's ``parameters`` cell against this).
 PARAMETERS: dict[str, tuple[str, ...]] = {
     "report": ("results", "clusters", "seed"),

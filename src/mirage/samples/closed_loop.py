@@ -3,7 +3,7 @@
 The reference semantics the sample tables must reproduce: at every decision point the policy
 sees the state and either waits or submits; a submit inserts the real successor into the
 simulation, which then runs until it starts. Table-based evaluation (one what-if per point,
-precomputed) must give the same outcome; ``tests/test_closed_loop.py`` checks that it does.
+precomputed) must give the same outcome; ``tests/samples/test_closed_loop.py`` checks that it does.
 """
 
 from __future__ import annotations
