@@ -166,6 +166,20 @@ def generate_sample(table: JobTable, profile, spec: SampleSpec, *, step_s: int =
     ``history[k : k + HISTORY_STEPS]``, the last 24 h ending at that point.
     """
     ep = Episode(table, profile, spec, step_s=step_s)
+    rows, succ_starts, censored = _decision_points(ep)
+    pred_start = ep.pred_start()
+    pred_end = pred_start + ep.limit_s
+    points = _points_table(rows, succ_starts, pred_end)
+    sample = _sample_row(spec, ep.t_pred, pred_start, pred_end, points, censored)
+    hist = np.vstack(ep.history).astype(np.float32)
+    assert hist.shape == (len(points) + HISTORY_STEPS - 1, N_STATE)
+    return {"sample": sample, "points": points, "history": hist}
+
+
+def _decision_points(ep: Episode) -> tuple[list[dict], list[int], int]:
+    """Step ``ep`` through its decision points: each point's row, the successor's start if
+    submitted then (a what-if on a snapshot), and how many of those starts were censored."""
+    spec = ep.spec
     rows, succ_starts, censored = [], [], 0
     for t, row in ep:
         succ_start = what_if(ep.sim.snapshot(), t, spec.chain_nodes, CHAIN_LIMIT_MIN, SERVICE_USER,
@@ -174,24 +188,31 @@ def generate_sample(table: JobTable, profile, spec: SampleSpec, *, step_s: int =
             succ_start, censored = t + MAX_WAIT_S, censored + 1
         rows.append(row)
         succ_starts.append(succ_start)
-    pred_start = ep.pred_start()
-    pred_end = pred_start + ep.limit_s
+    return rows, succ_starts, censored
+
+
+def _points_table(rows: list[dict], succ_starts: list[int], pred_end: int) -> pd.DataFrame:
+    """The decision points as a table, with x_h: the successor's start relative to the
+    predecessor's end, in hours."""
     points = pd.DataFrame(rows)
     points["t"] = points["t"].astype("datetime64[s]")
     points.insert(3, "x_h", (np.asarray(succ_starts, dtype=np.float64) - pred_end) / 3600.0)
-    sample = {
+    return points
+
+
+def _sample_row(spec: SampleSpec, t_pred: int, pred_start: int, pred_end: int,
+                points: pd.DataFrame, censored: int) -> dict:
+    """The sample's own row: what it is, its predecessor's life and the reactive outcome."""
+    return {
         "sample_id": spec.sample_id,
         "cluster": spec.cluster,
         "split": spec.split,
         "chain_nodes": spec.chain_nodes,
         "sample_start": spec.start,
-        "pred_submit": pd.Timestamp(ep.t_pred, unit="s"),
+        "pred_submit": pd.Timestamp(t_pred, unit="s"),
         "pred_start": pd.Timestamp(pred_start, unit="s"),
         "pred_end": pd.Timestamp(pred_end, unit="s"),
         "n_points": len(points),
         "reactive_x_h": float(points["x_h"].iloc[-1]),
         "censored_points": censored,
     }
-    hist = np.vstack(ep.history).astype(np.float32)
-    assert hist.shape == (len(points) + HISTORY_STEPS - 1, N_STATE)
-    return {"sample": sample, "points": points, "history": hist}

@@ -229,13 +229,10 @@ class Simulator:
         s = self.s
         running = self.running
         inserted = self.inserted
-        heappop = heapq.heappop
         n_trace = s.n
         arr_time = s.arr_time
-        arr_order = s.arr_order
         pin_start = s.pin_start
         cap_times = s.cap_times
-        exclude = self.exclude
         pinned = self.pinned
         track = self._track
         self.stop_jid = stop_jid
@@ -245,6 +242,8 @@ class Simulator:
             if self.stop_hit:
                 return True
         while True:
+            # the next event: a job end, a trace or inserted arrival, a capacity change, a pinned
+            # start or a deferred backfill pass
             ne = running[0][0] if running else INF
             ns = arr_time[self.nxt] if (not pinned and self.nxt < n_trace) else INF
             ni = inserted[0][0] if inserted else INF
@@ -257,59 +256,27 @@ class Simulator:
             if t > t_end or t >= INF:
                 break
             self.now = t
+            # every event at t, in this order; each step is entered only when one of its events
+            # is due, so an event costs one call
             changed = False
-            while running and running[0][0] == t:
-                rec = heappop(running)
-                _, jid, n, u, _ = rec
-                if track:
-                    self._dr -= hash(rec)
-                self.used -= n
-                # a user with nothing running leaves the counters (read with .get(u, 0)), which
-                # keeps them, and so every snapshot and fork, small
-                c = self.ujobs[u] - 1
-                if c:
-                    self.ujobs[u] = c
-                    self.unodes[u] -= n
-                else:
-                    del self.ujobs[u]
-                    del self.unodes[u]
-                self.live.discard(jid)
+            if running and running[0][0] == t:
+                self._end_jobs(t)
                 changed = True
-            while self.ncap < len(cap_times) and cap_times[self.ncap] == t:
-                self.cap = s.cap_nodes[self.ncap]
-                self.ncap += 1
+            if self.ncap < len(cap_times) and cap_times[self.ncap] == t:
+                self._change_capacity(t)
                 changed = True
-            while pins and pins[0][0] == t:
-                _, i = heappop(pins)
-                self._start_trace_pinned(i, t)
+            if pins and pins[0][0] == t:
+                self._start_due_pins(t)
                 changed = True
             if pinned:
-                while self.npin < n_trace and pin_start[self.npin] == t:
-                    i = s.pin_order[self.npin]
-                    self.npin += 1
-                    if i not in exclude:
-                        self._start_trace_pinned(i, t)
+                if self.npin < n_trace and pin_start[self.npin] == t:
+                    if self._start_pinned_trace_jobs(t):
                         changed = True
-            else:
-                while self.nxt < n_trace and arr_time[self.nxt] == t:
-                    i = arr_order[self.nxt]
-                    self.nxt += 1
-                    if i not in exclude:
-                        rec = (s.negkey[i], t, i, s.nodes[i], s.limit[i], s.run[i], s.user[i], s.dep[i],
-                               s.static[i])
-                        insort(self.pending, rec)
-                        if track:
-                            self._dp += hash(rec)
-                        self.live.add(i)
-                        changed = True
-            while inserted and inserted[0][0] == t:
-                _, jid = heappop(inserted)
-                sub, n, lim, run, u, static, dep = self.extra[jid]
-                rec = (-(static - s.age_rate * sub), sub, jid, n, lim, run, u, dep, static)
-                insort(self.pending, rec)
-                if track and jid != self._fol.probe:
-                    self._dp += hash(rec)
-                self.live.add(jid)
+            elif self.nxt < n_trace and arr_time[self.nxt] == t:
+                if self._queue_trace_arrivals(t):
+                    changed = True
+            if inserted and inserted[0][0] == t:
+                self._queue_inserted_arrivals(t)
                 changed = True
             if changed:
                 self.dirty = True
@@ -325,6 +292,97 @@ class Simulator:
         if t_end < INF:
             self.now = max(self.now, t_end)
         return False
+
+    def _end_jobs(self, t: int) -> None:
+        """Take every job that ends at ``t`` off the cluster and out of its user's counters."""
+        running = self.running
+        ujobs, unodes, live = self.ujobs, self.unodes, self.live
+        track = self._track
+        heappop = heapq.heappop
+        while running and running[0][0] == t:
+            rec = heappop(running)
+            _, jid, n, u, _ = rec
+            if track:
+                self._dr -= hash(rec)
+            self.used -= n
+            # a user with nothing running leaves the counters (read with .get(u, 0)), which
+            # keeps them, and so every snapshot and fork, small
+            c = ujobs[u] - 1
+            if c:
+                ujobs[u] = c
+                unodes[u] -= n
+            else:
+                del ujobs[u]
+                del unodes[u]
+            live.discard(jid)
+
+    def _change_capacity(self, t: int) -> None:
+        """Apply the capacity schedule's changes at ``t``."""
+        s = self.s
+        cap_times = s.cap_times
+        while self.ncap < len(cap_times) and cap_times[self.ncap] == t:
+            self.cap = s.cap_nodes[self.ncap]
+            self.ncap += 1
+
+    def _start_due_pins(self, t: int) -> None:
+        """Start the trace jobs pinned (``self.pins``: jobs the warm start found ineligible) to
+        start at ``t``, their recorded start."""
+        pins = self.pins
+        heappop = heapq.heappop
+        while pins and pins[0][0] == t:
+            _, i = heappop(pins)
+            self._start_trace_pinned(i, t)
+
+    def _start_pinned_trace_jobs(self, t: int) -> bool:
+        """Pinned mode: start the trace jobs recorded to start at ``t``; True if one did (an
+        excluded job is passed over)."""
+        s = self.s
+        n_trace, pin_start, pin_order = s.n, s.pin_start, s.pin_order
+        exclude = self.exclude
+        changed = False
+        while self.npin < n_trace and pin_start[self.npin] == t:
+            i = pin_order[self.npin]
+            self.npin += 1
+            if i not in exclude:
+                self._start_trace_pinned(i, t)
+                changed = True
+        return changed
+
+    def _queue_trace_arrivals(self, t: int) -> bool:
+        """Queue the trace jobs that arrive at ``t``; True if one did (an excluded job is passed
+        over)."""
+        s = self.s
+        n_trace, arr_time, arr_order = s.n, s.arr_time, s.arr_order
+        exclude = self.exclude
+        track = self._track
+        changed = False
+        while self.nxt < n_trace and arr_time[self.nxt] == t:
+            i = arr_order[self.nxt]
+            self.nxt += 1
+            if i not in exclude:
+                rec = (s.negkey[i], t, i, s.nodes[i], s.limit[i], s.run[i], s.user[i], s.dep[i],
+                       s.static[i])
+                insort(self.pending, rec)
+                if track:
+                    self._dp += hash(rec)
+                self.live.add(i)
+                changed = True
+        return changed
+
+    def _queue_inserted_arrivals(self, t: int) -> None:
+        """Queue the inserted jobs submitted at ``t``."""
+        s = self.s
+        inserted = self.inserted
+        track = self._track
+        heappop = heapq.heappop
+        while inserted and inserted[0][0] == t:
+            _, jid = heappop(inserted)
+            sub, n, lim, run, u, static, dep = self.extra[jid]
+            rec = (-(static - s.age_rate * sub), sub, jid, n, lim, run, u, dep, static)
+            insort(self.pending, rec)
+            if track and jid != self._fol.probe:
+                self._dp += hash(rec)
+            self.live.add(jid)
 
     def _start_trace_pinned(self, i: int, t: int) -> None:
         s = self.s
@@ -480,18 +538,6 @@ class Simulator:
         # nodes -> the smallest limit known unable to start now (a job at least as large and as
         # long cannot either)
         neg: dict = {}
-
-        def fits_now(n, lim):
-            if frees[0] < n:
-                return False
-            tend = now + lim
-            j, nt = 1, len(times)
-            while j < nt and times[j] < tend:
-                if frees[j] < n:
-                    return False
-                j += 1
-            return True
-
         order = self._ordered()
         nord = len(order)
         i = 0
@@ -499,26 +545,10 @@ class Simulator:
         wit = -1
         while i < nord:
             if wit < i:
-                q = scan if scan > i else i
-                wit = -1
-                f0 = frees[0]
-                while q < nord:
-                    r = order[q]
-                    n = r[R_NODES]
-                    L = r[R_LIMIT]
-                    if n <= f0 and L < neg.get(n, INF):
-                        dep = r[R_DEP]
-                        u = r[R_USER]
-                        if not ((dep >= 0 and dep in live) or ujobs.get(u, 0) >= umax.get(u, mj)
-                                or unodes.get(u, 0) + n > mn):
-                            if fits_now(n, -(-L // res) * res):
-                                wit = q
-                                break
-                            neg[n] = L
-                    q += 1
-                scan = q
+                wit = self._find_witness(order, scan if scan > i else i, times, frees, neg)
                 if wit < 0:
                     break
+                scan = wit
             r = order[i]
             i += 1
             if tested >= max_test:
@@ -533,20 +563,10 @@ class Simulator:
                 continue
             tested += 1
             lim = -(-r[R_LIMIT] // res) * res
-            shape = (n, lim)
-            prev = shape_at.get(shape)
-            if prev is None:
-                k = 0
-            elif prev < 0:
-                continue
-            else:
-                k = bisect_left(times, prev)
-            found = earliest_fit(times, frees, n, lim, k)
+            found = _earliest_fit_of_shape(shape_at, times, frees, n, lim)
             if found < 0:
-                shape_at[shape] = -1
                 continue  # cannot start within the window: Slurm sets no reservation
             t0 = times[found]
-            shape_at[shape] = t0
             if t0 == now:
                 self._start(r)
                 started.append(r)
@@ -558,13 +578,73 @@ class Simulator:
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
-            if wit >= i:
-                rw = order[wit]
-                wn, wl = rw[R_NODES], rw[R_LIMIT]
-                if not fits_now(wn, -(-wl // res) * res):
-                    if wl < neg.get(wn, INF):
-                        neg[wn] = wl
-                    wit = -1
+            if wit >= i and not self._witness_still_fits(order[wit], times, frees, neg):
+                wit = -1
         if started:
             self._remove(started)
 
+    def _find_witness(self, order: list, q: int, times: list, frees: list, neg: dict) -> int:
+        """The position, from ``q`` on, of the first job in ``order`` that could start now (not
+        held, and its nodes free now for its rounded limit), or -1. Each job found unable to
+        start now is noted in ``neg``."""
+        s = self.s
+        now, res = self.now, s.bf_res
+        live, ujobs, unodes = self.live, self.ujobs, self.unodes
+        umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
+        nord = len(order)
+        f0 = frees[0]
+        while q < nord:
+            r = order[q]
+            n = r[R_NODES]
+            L = r[R_LIMIT]
+            if n <= f0 and L < neg.get(n, INF):
+                dep = r[R_DEP]
+                u = r[R_USER]
+                if not ((dep >= 0 and dep in live) or ujobs.get(u, 0) >= umax.get(u, mj)
+                        or unodes.get(u, 0) + n > mn):
+                    if _fits_now(times, frees, now, n, -(-L // res) * res):
+                        return q
+                    neg[n] = L
+            q += 1
+        return -1
+
+    def _witness_still_fits(self, rw: tuple, times: list, frees: list, neg: dict) -> bool:
+        """Whether the witness ``rw`` can still start now after a reservation took nodes from the
+        profile; if not, it is noted in ``neg``."""
+        res = self.s.bf_res
+        wn, wl = rw[R_NODES], rw[R_LIMIT]
+        if _fits_now(times, frees, self.now, wn, -(-wl // res) * res):
+            return True
+        if wl < neg.get(wn, INF):
+            neg[wn] = wl
+        return False
+
+
+def _fits_now(times: list, frees: list, now: int, n: int, lim: int) -> bool:
+    """Whether ``n`` nodes of the free-nodes profile stay free from ``now`` (its first step) for
+    ``lim`` seconds."""
+    if frees[0] < n:
+        return False
+    tend = now + lim
+    j, nt = 1, len(times)
+    while j < nt and times[j] < tend:
+        if frees[j] < n:
+            return False
+        j += 1
+    return True
+
+
+def _earliest_fit_of_shape(shape_at: dict, times: list, frees: list, n: int, lim: int) -> int:
+    """:func:`earliest_fit` of ``n`` nodes for ``lim`` seconds, searching from where this pass
+    last placed the same shape (``shape_at``, updated); -1 when it fits nowhere in the window."""
+    shape = (n, lim)
+    prev = shape_at.get(shape)
+    if prev is None:
+        k = 0
+    elif prev < 0:
+        return -1
+    else:
+        k = bisect_left(times, prev)
+    found = earliest_fit(times, frees, n, lim, k)
+    shape_at[shape] = times[found] if found >= 0 else -1
+    return found

@@ -181,13 +181,18 @@ def synthesize(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
     jobs["start"] = _schedule(jobs, cap_t, cap_v, int(p["user_running_limit"]),
                               int(p["backfill_depth"]))
     jobs["end"] = jobs["start"] + jobs["runtime"]
+    return _to_table(cluster, _drop_warmup_finished(jobs, warm), origin, p, rng)
+
+
+def _drop_warmup_finished(jobs: dict[str, np.ndarray], warm: int) -> dict[str, np.ndarray]:
+    """The jobs submitted from ``warm`` on or still running then, dependencies renumbered."""
     keep = (jobs["submit"] >= warm) | (jobs["end"] > warm)
     new_index = np.cumsum(keep) - 1
     pred = jobs["after"]
     # A predecessor that ended during the warm-up is not in the table: the dependency is moot.
     jobs["after"] = np.where((pred >= 0) & keep[np.maximum(pred, 0)],
                              new_index[np.maximum(pred, 0)], -1)
-    return _to_table(cluster, {k: v[keep] for k, v in jobs.items()}, origin, p, rng)
+    return {k: v[keep] for k, v in jobs.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,22 +213,13 @@ def _demand(rng: np.random.Generator, p: dict, origin: pd.Timestamp, span: int,
     nodes = _draw_categorical(rng, p["node_mix"], n_batch)
     limits = _draw_categorical(rng, p["limit_mix"], n_batch)
 
-    # A batch's jobs share user, nodes and limit and arrive a few seconds apart.
-    idx = np.repeat(np.arange(n_batch), sizes)
-    first = np.repeat(np.cumsum(sizes) - sizes, sizes)
-    offset = np.arange(len(idx)) - first
-    gaps = np.where(offset > 0, rng.integers(1, 4, size=len(idx)), 0)
-    within = np.cumsum(gaps)
-    submit = batch_t[idx] + within - within[first]
+    idx, offset, submit = _batch_jobs(rng, batch_t, sizes)
     limit_min = limits[idx]
     runtime = _draw_runtimes(rng, p, limit_min)
     chained = (rng.random(n_batch) < float(p["chain_share"]))[idx] & (offset > 0)
     after = np.where(chained, np.arange(len(idx)) - 1, -1)
 
-    order = np.argsort(submit, kind="stable")
-    rank = np.empty_like(order)
-    rank[order] = np.arange(len(order))
-    after = np.where(after[order] >= 0, rank[np.maximum(after[order], 0)], -1)
+    order, after = _submit_order(submit, after)
     return {
         "submit": submit[order],
         "user": users[idx][order],
@@ -233,6 +229,29 @@ def _demand(rng: np.random.Generator, p: dict, origin: pd.Timestamp, span: int,
         "batch": idx[order],
         "after": after,  # index (in this order) of the job this one waits for, or -1
     }
+
+
+def _batch_jobs(rng: np.random.Generator, batch_t: np.ndarray,
+                sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The jobs of the batches: per job its batch, its place in the batch and its submit time."""
+    # A batch's jobs share user, nodes and limit and arrive a few seconds apart.
+    idx = np.repeat(np.arange(len(sizes)), sizes)
+    first = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    offset = np.arange(len(idx)) - first
+    gaps = np.where(offset > 0, rng.integers(1, 4, size=len(idx)), 0)
+    within = np.cumsum(gaps)
+    submit = batch_t[idx] + within - within[first]
+    return idx, offset, submit
+
+
+def _submit_order(submit: np.ndarray, after: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order that sorts the jobs by submit time, and ``after`` (a job's predecessor, -1 for
+    none) in that order with the predecessors renumbered to it."""
+    order = np.argsort(submit, kind="stable")
+    rank = np.empty_like(order)
+    rank[order] = np.arange(len(order))
+    after = np.where(after[order] >= 0, rank[np.maximum(after[order], 0)], -1)
+    return order, after
 
 
 def _load_curve(rng: np.random.Generator, load: dict, n_days: int) -> np.ndarray:
@@ -517,11 +536,7 @@ def _to_table(cluster: str, jobs: dict[str, np.ndarray], origin: pd.Timestamp, p
 
     prio = p["priority"]
     extra = rng.lognormal(np.log(float(prio["median_extra"])), float(prio["sigma"]), size=n)
-    # Users are numbered by first appearance, zero-padded like the trace's anonymised UIDs.
-    _, first_seen = np.unique(jobs["user"], return_index=True)
-    rank = np.empty(len(first_seen), dtype=np.int64)
-    rank[np.argsort(first_seen)] = np.arange(len(first_seen))
-    user_no = rank[np.unique(jobs["user"], return_inverse=True)[1]]
+    user_no = _users_by_first_appearance(jobs["user"])
     job_ids = [str(int(p["first_job_id"]) + i) for i in range(n)]
     df = pd.DataFrame({
         "cluster": cluster,
@@ -539,3 +554,12 @@ def _to_table(cluster: str, jobs: dict[str, np.ndarray], origin: pd.Timestamp, p
         "line": np.arange(1, n + 1),
     })
     return conform(df)
+
+
+def _users_by_first_appearance(user: np.ndarray) -> np.ndarray:
+    """Users numbered by first appearance (0, 1, ...), to be zero-padded like the trace's
+    anonymised UIDs."""
+    _, first_seen = np.unique(user, return_index=True)
+    rank = np.empty(len(first_seen), dtype=np.int64)
+    rank[np.argsort(first_seen)] = np.arange(len(first_seen))
+    return rank[np.unique(user, return_inverse=True)[1]]
