@@ -14,10 +14,11 @@ rule synth_trace:
         start=lambda w: cluster_cfg(w)["synthetic"]["start"],
         days=lambda w: cluster_cfg(w)["synthetic"]["days"],
         seed=lambda w: config["seed"] + CLUSTERS.index(w.cluster),
+        overrides=lambda w: json.dumps(cluster_cfg(w)["synthetic"].get("params", {})),
         code=code("mirage.traces.synth", "mirage.traces.write"),
     shell:
         "python -m mirage trace synth {wildcards.cluster} --seed {params.seed} --start {params.start}"
-        " --days {params.days} --out {output.trace} > {log} 2>&1"
+        " --days {params.days} --params-json '{params.overrides}' --out {output.trace} > {log} 2>&1"
 
 
 # Downloads run where Snakemake runs: compute nodes of a cluster often have no internet.

@@ -128,3 +128,24 @@ def test_params_override_and_unknown_cluster():
     with pytest.raises(ValueError):
         synthesize("nowhere", "2021-03-01", 1, seed=1)
     assert np.isfinite(trace_summary(small)["jobs_per_day"])
+
+
+def test_a_misspelt_override_is_refused_by_name():
+    with pytest.raises(ValueError, match=r"'users\.joins_per_dya'.*joins_per_day"):
+        synthesize("ls6", "2022-12-20", 1, seed=1, params={"users": {"joins_per_dya": 3}})
+
+
+def test_the_workflow_passes_the_configs_overrides_to_the_generator(tmp_path):
+    import yaml
+    from paths import REPO
+    from runs import snakemake
+
+    cfg = yaml.safe_load((REPO / "config" / "tiny.yaml").read_text())
+    cluster = next(iter(cfg["clusters"]))
+    cfg["clusters"][cluster]["synthetic"]["params"] = {"user_running_limit": 2}
+    path = tmp_path / "over.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    res = snakemake("-n", "-p", "--forceall", "-d", str(tmp_path), "-s", str(REPO / "Snakefile"),
+                    "--configfile", str(path), "--until", "synth_trace")
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    assert """--params-json '{"user_running_limit": 2}'""" in res.stdout

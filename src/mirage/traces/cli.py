@@ -32,12 +32,18 @@ def _trace_synth(args) -> None:
     from mirage.traces.synth import synthesize
     from mirage.traces.write import write_tacc
 
-    params = None
-    if args.params:
-        import yaml
+    import yaml
 
-        params = yaml.safe_load(Path(args.params).read_text())
-    jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed, params=params)
+    from mirage.errors import MirageError
+
+    params = yaml.safe_load(Path(args.params).read_text()) if args.params else None
+    if args.params_json:
+        params = {**(params or {}), **json.loads(args.params_json)}
+    try:
+        jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed,
+                          params=params)
+    except ValueError as e:
+        raise MirageError(str(e)) from None
     out = Path(args.out)
     if out.suffix == ".parquet":
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -114,6 +120,8 @@ def register(sub) -> None:
     p.add_argument("--start", default="2022-11-01")
     p.add_argument("--days", type=float, default=60)
     p.add_argument("--params", help="YAML file overriding calibration parameters")
+    p.add_argument("--params-json", help="overrides as one JSON mapping (what the workflow "
+                   "passes from clusters.<cluster>.synthetic.params); over --params")
     p.add_argument("--out", required=True, help=".log (TACC text) or .parquet (canonical)")
     p.set_defaults(func=_trace_synth)
 

@@ -144,12 +144,17 @@ def cluster_params(cluster: str, params: dict | None = None) -> dict[str, Any]:
     return _merge(copy.deepcopy(CALIBRATION[cluster]), params or {})
 
 
-def _merge(base: dict, over: dict) -> dict:
-    """Sections (string keys) merge key by key; a mix (numeric keys) is replaced whole."""
+def _merge(base: dict, over: dict, where: str = "") -> dict:
+    """Sections (string keys) merge key by key; a mix (numeric keys) is replaced whole. A key
+    the calibration does not have is refused: a misspelt override would otherwise be ignored."""
     for key, value in over.items():
+        if key not in base:
+            raise ValueError(f"unknown synthetic calibration parameter {where + str(key)!r}; "
+                             f"known here: {sorted(map(str, base))}. Fix: correct the key in "
+                             "clusters.<cluster>.synthetic.params (or the --params file)")
         if (isinstance(value, dict) and isinstance(base.get(key), dict)
                 and all(isinstance(k, str) for k in base[key])):
-            _merge(base[key], value)
+            _merge(base[key], value, f"{where}{key}.")
         else:
             base[key] = copy.deepcopy(value)
     return base
