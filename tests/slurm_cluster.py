@@ -1,7 +1,8 @@
 """The live Slurm test cluster (tests/slurm/cluster.sh) as a session fixture (a plain module
 like paths.py; tests/conftest.py registers the fixture and the marker).
 
-Every test in tests/slurm and tests/provision carries the `slurm` marker. Where the cluster cannot come up (not root, no
+Every test of a module named ``test_*_on_slurm.py`` (they live with the stage they test: tests/live,
+tests/traces, tests/workflow) carries the `slurm` marker. Where the cluster cannot come up (not root, no
 package manager, the daemons fail) the tests skip with the reason, except under CI=true, where
 that is a failure: CI proves the Slurm side, it never skips it."""
 
@@ -24,12 +25,17 @@ PROFILE = REPO / "profiles" / "slurm" / "config.yaml"
 PACING = {"slurm-init-seconds-before-status-checks", "max-status-checks-per-second"}
 
 
-SLURM_DIRS = (REPO / "tests" / "slurm", REPO / "tests" / "provision")
+#: a test module whose file name ends so runs on the live test cluster
+SLURM_SUFFIX = "_on_slurm.py"
+
+
+def on_slurm(path: str | Path) -> bool:
+    return Path(path).name.endswith(SLURM_SUFFIX)
 
 
 def mark_slurm_tests(items) -> None:
     for item in items:
-        if any(d in Path(item.fspath).parents for d in SLURM_DIRS):
+        if on_slurm(item.fspath):
             item.add_marker(pytest.mark.slurm)
 
 
@@ -41,14 +47,12 @@ def xdist_scheduler(config, log):
     with markers, but pytest-xdist 3.8 cannot rename pytest 9's node ids to carry the group.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    slurm_dirs = tuple(d.relative_to(REPO).as_posix() + "/" for d in SLURM_DIRS)
-
     cluster = "live slurm cluster"
 
     class ModulesWithTheClusterOnOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return cluster if path.startswith(slurm_dirs) else path
+            return cluster if on_slurm(path) else path
 
         def _assign_work_unit(self, node) -> None:
             # the cluster's tests first: the longest unit, and mostly waiting

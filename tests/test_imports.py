@@ -12,7 +12,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mirage"
 #: the stages from the bottom up; a stage may import from its own floor and the floors below
 FLOORS = [
     {"errors", "fingerprint"},
-    {"features"},
+    {"features", "outcomes"},
     {"traces", "policies", "config", "notebooks", "benchmarks"},
     {"sim", "evaluate"},
     {"samples", "live", "report"},

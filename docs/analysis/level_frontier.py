@@ -32,7 +32,7 @@ import pandas as pd
 
 from mirage.evaluate.metrics import reference_outcomes
 from mirage.policies.baselines import plan_allows
-from mirage.policies.data import SampleSet, compact_matrix, cost, mask_outcomes
+from mirage.outcomes import SampleSet, compact_matrix, cost, mask_outcomes
 from mirage.policies.quantile import QuantileLead, _window
 from mirage.policies.registry import load_policy
 from mirage.report import BASELINES

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from mirage.policies.data import SampleSet, SampleSetError, compact_matrix, history_windows
+from mirage.outcomes import SampleSet, SampleSetError, compact_matrix, history_windows
 from mirage.policies.env import ProvisioningEnv, Scaler, TableEpisodes
 
 

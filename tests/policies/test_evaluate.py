@@ -8,7 +8,7 @@ from mirage.figures.evaluation import level_tradeoff_figure, x_box_figure, x_cdf
 from mirage.figures.style import save
 from mirage.policies import Policy, make_policy
 from mirage.policies.baselines import lead_sweep
-from mirage.policies.data import SampleSet
+from mirage.outcomes import SampleSet
 
 # Three samples, c_I = 1, c_O = 0.5. Reactive x: 1 (low), 5 (medium), 14 (heavy).
 # Oracle costs: s0 min(1.5, 0.25, 1) = 0.25; s1 min(0.5, 2, 5) = 0.5; s2 min(10, 5, 6, 14) = 5.

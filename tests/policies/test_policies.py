@@ -8,7 +8,7 @@ from mirage.evaluate import outcomes
 from mirage.policies import (
     POLICIES, first_submit_by_decide, load_policy, make_policy, save_policy,
 )
-from mirage.policies.data import cost
+from mirage.outcomes import cost
 from mirage.policies.registry import TORCH_POLICIES
 
 
@@ -184,7 +184,7 @@ def test_plan_lead_submits_only_where_the_plan_starts_the_successor_after_the_en
 
 
 def test_plan_lead_names_the_missing_plan_column(validation):
-    from mirage.policies.data import SampleSet
+    from mirage.outcomes import SampleSet
 
     data = SampleSet(validation.samples, validation.points.drop(columns="f_plan_wait_h"))
     with pytest.raises(KeyError, match="f_plan_wait_h"):

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mirage.policies.data import cost, mask_outcomes
+from mirage.outcomes import cost, mask_outcomes
 from mirage.policies.tuning import best_threshold, cost_ratio, cross_fit, sweep, time_blocks
 
 

@@ -38,7 +38,7 @@ def _evaluate(args) -> None:
     from mirage.evaluate.metrics import outcomes, per_seed, seed_spread, summarize, to_markdown
     from mirage.policies import replica_names
     from mirage.policies.cli import load_fitted
-    from mirage.policies.data import SampleSet
+    from mirage.outcomes import SampleSet
 
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

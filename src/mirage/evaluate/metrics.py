@@ -14,7 +14,7 @@ import pandas as pd
 
 from mirage.policies.base import Policy
 # the sample tables' load levels and references live with the tables (policies tune on them)
-from mirage.policies.data import (  # noqa: F401  (part of this module's API)
+from mirage.outcomes import (  # noqa: F401  (part of this module's API)
     ALL, LOAD_LEVELS, SampleSet, cost, load_level, reference_outcomes,
 )
 

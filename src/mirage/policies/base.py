@@ -18,7 +18,7 @@ import joblib
 import numpy as np
 import pandas as pd
 
-from mirage.policies.data import (
+from mirage.outcomes import (
     OUTCOME_COLUMNS, SampleSet, first_true, first_true_grouped, history_windows,
 )
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, cost, first_true_grouped
+from mirage.outcomes import SampleSet, cost, first_true_grouped
 
 
 def _running(points: pd.DataFrame) -> np.ndarray:

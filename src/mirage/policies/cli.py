@@ -58,7 +58,7 @@ def final_fit_mismatch(tuned, base) -> list[str]:
 
 
 def _fit(args) -> None:
-    from mirage.policies.data import SampleSet
+    from mirage.outcomes import SampleSet
 
     if len(args.out) != len(args.policy):
         raise MirageError(f"{len(args.policy)} policies but {len(args.out)} --out directories; "

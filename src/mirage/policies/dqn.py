@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mirage.policies.data import SampleSet
+from mirage.outcomes import SampleSet
 from mirage.policies.env import ProvisioningEnv
 from mirage.policies.neural import TorchPolicy, adam, record_every, seed_everything
 

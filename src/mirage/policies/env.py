@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import gymnasium as gym
 import numpy as np
 
-from mirage.policies.data import SampleSet, compact_matrix, cost
+from mirage.outcomes import SampleSet, compact_matrix, cost
 
 
 @dataclass

@@ -22,7 +22,7 @@ import torch
 from torch import nn
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, compact_matrix
+from mirage.outcomes import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
 from mirage.policies.baselines import vetoed
 from mirage.policies.tuning import best_threshold, cross_fit

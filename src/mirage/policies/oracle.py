@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Observation, Policy
-from mirage.policies.data import SampleSet, cost
+from mirage.outcomes import SampleSet, cost
 
 
 class Oracle(Policy):

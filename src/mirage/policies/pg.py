@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from mirage.policies.data import SampleSet
+from mirage.outcomes import SampleSet
 from mirage.policies.neural import TorchPolicy, adam, mlp, record_every, seed_everything
 
 

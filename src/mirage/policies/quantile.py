@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import SampleSet, compact_matrix
+from mirage.outcomes import SampleSet, compact_matrix
 from mirage.policies.tuning import cross_fit, sweep
 
 DEFAULT_MARGINS = np.round(np.arange(-2.0, 1.0 + 1e-9, 0.25), 4)

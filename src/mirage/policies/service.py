@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.policies.data import SampleSet, compact_matrix, mask_outcomes
+from mirage.outcomes import SampleSet, compact_matrix, mask_outcomes
 from mirage.policies.quantile import QuantileLead
 from mirage.policies.tuning import cross_fit
 
@@ -55,7 +55,7 @@ class ServiceLevel(QuantileLead):
         self.target_met_: bool | None = None
 
     def _tune(self, train: SampleSet, seed: int) -> None:
-        from mirage.policies.data import reference_outcomes
+        from mirage.outcomes import reference_outcomes
 
         c_I, c_O = self.params["c_I"], self.params["c_O"]
         frames = []
@@ -80,7 +80,7 @@ class ServiceLevel(QuantileLead):
 
 def level_service(x_h, reactive_x_h) -> pd.DataFrame:
     """Per load level (and ``all``): samples, uninterrupted share and mean overlap (h)."""
-    from mirage.policies.data import ALL, load_level
+    from mirage.outcomes import ALL, load_level
 
     x = np.asarray(x_h, dtype=float)
     levels = load_level(reactive_x_h)

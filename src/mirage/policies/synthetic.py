@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.policies.data import STATE_WIDTH, WINDOW, SampleSet
+from mirage.outcomes import STATE_WIDTH, WINDOW, SampleSet
 
 STEP = np.timedelta64(600, "s")
 

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
-from mirage.policies.data import (
+from mirage.outcomes import (
     SampleSet, compact_matrix, history_windows,
 )
 from mirage.policies.baselines import vetoed

@@ -25,7 +25,7 @@ from typing import Callable, Iterable
 import numpy as np
 import pandas as pd
 
-from mirage.policies.data import SampleSet, cost, mask_outcomes
+from mirage.outcomes import SampleSet, cost, mask_outcomes
 
 # below this reactive cost a block is "nothing to win" and would blow the ratio up
 _MIN_REFERENCE_COST = 1e-6

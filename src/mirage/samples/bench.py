@@ -28,7 +28,7 @@ def _shard(args):
 
 def bench_samples(trace, cluster: str, windows: dict, *, every_hours: float, chain_nodes, workers: int,
                   mode: str = "calibrated", train_policies=("dqn", "pg")) -> dict:
-    from mirage.policies.data import SampleSet
+    from mirage.outcomes import SampleSet
     from mirage.policies.registry import make_policy
     from mirage.samples.shards import Plan
     from mirage.traces.clean import clean_trace

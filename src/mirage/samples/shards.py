@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
-from mirage.policies.data import SampleSet
+from mirage.outcomes import SampleSet
 from mirage.samples.generate import SampleSpec, generate_sample, sample_starts
 from mirage.sim import JobTable, compat_cluster, load_cluster
 

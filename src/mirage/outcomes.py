@@ -1,4 +1,5 @@
-"""The sample tables every policy trains and is evaluated on.
+"""The sample tables every policy trains and is evaluated on: the samples stage writes them, the
+policies and the evaluation read them (so they live below both).
 
 A :class:`SampleSet` holds three things produced by the sample generator: one row per sample
 (``samples``), one row per 10-minute decision point (``points``) with the simulated outcome
