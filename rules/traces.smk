@@ -15,9 +15,9 @@ rule synth_trace:
         days=lambda w: cluster_cfg(w)["synthetic"]["days"],
         seed=lambda w: config["seed"] + CLUSTERS.index(w.cluster),
         overrides=lambda w: json.dumps(cluster_cfg(w)["synthetic"].get("params", {})),
-        code=code("mirage.traces.synth", "mirage.traces.write"),
+        code=code("mirage.sim.synth", "mirage.sim.cli", "mirage.traces.write"),
     shell:
-        "python -m mirage trace synth {wildcards.cluster} --seed {params.seed} --start {params.start}"
+        "python -m mirage sim synth {wildcards.cluster} --seed {params.seed} --start {params.start}"
         " --days {params.days} --params-json '{params.overrides}' --out {output.trace} > {log} 2>&1"
 
 

@@ -1,5 +1,5 @@
 """``mirage figures ...``: every figure drawn from the tables the other stages wrote, and those
-stages (evaluate, sim fidelity, trace profile) writing tables only."""
+stages (evaluate, sim fidelity, trace summary) writing tables only."""
 
 import json
 import re

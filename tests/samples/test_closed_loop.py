@@ -8,7 +8,7 @@ from mirage.policies.baselines import Average, FixedLead, Reactive
 from mirage.samples.closed_loop import run_closed_loop
 from mirage.samples.generate import SampleSpec, generate_sample
 from mirage.sim import JobTable, load_cluster
-from mirage.traces.synth import synthesize
+from mirage.sim.synth import synthesize
 
 
 @pytest.fixture(scope="module")

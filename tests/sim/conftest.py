@@ -1,4 +1,4 @@
-"""Helpers for the simulator tests: hand-built job tables and tiny cluster profiles."""
+"""Helpers for the simulator tests: hand-built job tables and tiny cluster descriptions."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def make_table(jobs: list[dict]) -> JobTable:
     return JobTable.from_frame(df)
 
 
-def make_profile(nodes: int = 4, *, mode: str = "conservative", interval_s: int = 0,
+def make_cluster(nodes: int = 4, *, mode: str = "conservative", interval_s: int = 0,
                  resolution_s: int = 60, window_min: int = 7 * 1440, w_age: float = 1000.0,
                  max_age_s: int = 7 * 86400, w_size: float = 0.0, w_trace: float = 0.0,
                  max_jobs=None, max_nodes=None, capacity=(), warm: bool = True,

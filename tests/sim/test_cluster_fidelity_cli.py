@@ -1,24 +1,22 @@
-"""Profiles, fidelity metrics, the command line, and the real ls6 trace (skipped if absent)."""
+"""Cluster descriptions, fidelity metrics, the command line, and the real ls6 trace (skipped if absent)."""
 
 from __future__ import annotations
-
-import json
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from mirage.errors import ConfigError, MirageError
+from mirage.errors import ConfigError
 from mirage.sim import compat_cluster, load_cluster, replay, to_seconds, warm_start
-from mirage.sim.fidelity import (Period, daily_mean_wait, default_periods, evaluate_period,
-                                 loo_metrics, replay_metrics)
+from mirage.sim.fidelity import (Period, default_periods, evaluate_period, loo_metrics,
+                                 replay_metrics)
 from mirage.sim.inference import infer_capacity, infer_dependencies, infer_user_max_jobs
 
-from .conftest import REAL_TRACE, T0, make_profile, make_table
+from .conftest import T0, make_cluster, make_table
 
 
 @pytest.mark.parametrize("cluster", ["ls6", "frontera", "longhorn"])
-def test_profiles_load_with_a_source_for_every_value(cluster):
+def test_cluster_descriptions_load_with_a_source_for_every_value(cluster):
     p = load_cluster(cluster)
     assert p.cluster == cluster and p.nodes >= 80
     for key in ("nodes", "capacity_schedule", "priority.weight_age", "backfill.bf_window",
@@ -27,14 +25,14 @@ def test_profiles_load_with_a_source_for_every_value(cluster):
     assert p.warm_start  # the calibrated mode is the default
 
 
-def test_compat_yaml_matches_the_builtin_compat_profile():
+def test_compat_yaml_matches_the_builtin_compat_description():
     assert load_cluster("compat").with_(sources={}) == compat_cluster("compat")
     c = compat_cluster("ls6")
     assert c.nodes == 88 and not c.warm_start and c.priority.weight_trace == 0
     assert c.backfill.interval_s == 600 and c.backfill.resolution_s == 600
 
 
-def test_profile_errors_name_the_fix(tmp_path):
+def test_cluster_description_errors_name_the_fix(tmp_path):
     with pytest.raises(ConfigError, match="Fix"):
         load_cluster("nosuchcluster")
     bad = tmp_path / "x.yaml"
@@ -84,7 +82,7 @@ def test_fidelity_on_a_hand_made_trace():
     tab = make_table(jobs)
     per = Period("test", to_seconds(T0), to_seconds(T0) + 4 * 86400)
     points = []
-    res = evaluate_period(tab, make_profile(40), per, compat=compat_cluster("test"), points=points)
+    res = evaluate_period(tab, make_cluster(40), per, compat=compat_cluster("test"), points=points)
     for key in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
         assert set(res[key]) == {"sim", "zero_wait", "compat"}
     assert res["period"]["long_jobs"] == 200

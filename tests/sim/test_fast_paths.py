@@ -14,7 +14,7 @@ from mirage.sim import SERVICE_USER, JobTable, load_cluster, to_seconds, warm_st
 from mirage.sim import follow
 from mirage.sim.whatif import clear_reuse, what_if
 
-from .conftest import T0, make_profile, make_table
+from .conftest import T0, make_cluster, make_table
 from .reference_engine import reference_replay, reference_what_if
 from .test_warmstart_whatif import _random_jobs
 
@@ -23,7 +23,7 @@ DAY = 86400
 
 @pytest.fixture(scope="module")
 def heavy_table():
-    from mirage.traces.synth import synthesize
+    from mirage.sim.synth import synthesize
 
     return JobTable.from_frame(synthesize("ls6", start="2022-12-20", days=70, seed=20232))
 
@@ -80,7 +80,7 @@ def test_whatif_sweep_in_a_loaded_window_equals_reference(heavy_table, nodes, po
 def test_whatif_reuse_on_a_small_busy_trace_equals_reference(mode):
     """Per-user limits, recorded priorities, size weight, a short bf_interval and resolution."""
     tab = make_table(_random_jobs(n=400, seed=5, span_min=4000))
-    prof = make_profile(12, mode=mode, interval_s=30, max_jobs=3, w_trace=1.0, w_size=50.0,
+    prof = make_cluster(12, mode=mode, interval_s=30, max_jobs=3, w_trace=1.0, w_size=50.0,
                         max_age_s=1800)
     t0 = to_seconds(T0) + 600
     base = warm_start(tab, prof, t0, record=False)

@@ -9,7 +9,7 @@ import pytest
 from mirage.sim import replay, to_seconds
 from mirage.sim.jobs import SimInputError
 
-from .conftest import T0, make_profile, make_table, minutes
+from .conftest import T0, make_cluster, make_table, minutes
 
 
 def starts(jobs, profile, t0=None):
@@ -23,7 +23,7 @@ def starts(jobs, profile, t0=None):
 @pytest.mark.parametrize("mode", ["none", "easy", "conservative"])
 def test_fifo_full_node_jobs(mode):
     jobs = [{"submit": k, "run": 10, "nodes": 4} for k in range(3)]
-    assert starts(jobs, make_profile(4, mode=mode)) == [0, 10, 20]
+    assert starts(jobs, make_cluster(4, mode=mode)) == [0, 10, 20]
 
 
 def test_whole_node_allocation_and_runtime_capped_at_limit():
@@ -31,7 +31,7 @@ def test_whole_node_allocation_and_runtime_capped_at_limit():
     jobs = [{"submit": 0, "run": 90, "limit": 60, "nodes": 2}, {"submit": 1, "run": 5, "nodes": 4}]
     tab = make_table(jobs)
     assert tab.run[0] == 60 * 60
-    assert starts(jobs, make_profile(4, mode="none")) == [0, 60]
+    assert starts(jobs, make_cluster(4, mode="none")) == [0, 60]
 
 
 def _blocking_scenario(c_limit):
@@ -44,19 +44,19 @@ def _blocking_scenario(c_limit):
 
 def test_head_of_line_blocking_without_backfill():
     # the main scheduler stops at B; C, behind it, waits although a node is free
-    assert starts(_blocking_scenario(30), make_profile(4, mode="none")) == [0, 60, 90]
+    assert starts(_blocking_scenario(30), make_cluster(4, mode="none")) == [0, 60, 90]
 
 
 @pytest.mark.parametrize("mode", ["easy", "conservative"])
 def test_short_job_is_backfilled(mode):
     # C ends (limit 30) before B can start (60): it runs on the idle node at once
-    assert starts(_blocking_scenario(30), make_profile(4, mode=mode)) == [0, 60, 2]
+    assert starts(_blocking_scenario(30), make_cluster(4, mode=mode)) == [0, 60, 2]
 
 
 @pytest.mark.parametrize("mode", ["easy", "conservative"])
 def test_job_that_would_delay_the_top_reservation_is_not_backfilled(mode):
     # C's limit (120) would hold the node B needs at 60: no backfill, C waits for B
-    assert starts(_blocking_scenario(120), make_profile(4, mode=mode)) == [0, 60, 90]
+    assert starts(_blocking_scenario(120), make_cluster(4, mode=mode)) == [0, 60, 90]
 
 
 def test_conservative_protects_every_reservation_easy_only_the_first():
@@ -70,14 +70,14 @@ def test_conservative_protects_every_reservation_easy_only_the_first():
         {"submit": 2, "run": 10, "nodes": 4},
         {"submit": 3, "run": 250, "nodes": 1},
     ]
-    assert starts(jobs, make_profile(4, mode="easy")) == [0, 100, 253, 3]
-    assert starts(jobs, make_profile(4, mode="conservative")) == [0, 100, 200, 210]
+    assert starts(jobs, make_cluster(4, mode="easy")) == [0, 100, 253, 3]
+    assert starts(jobs, make_cluster(4, mode="conservative")) == [0, 100, 200, 210]
 
 
 def test_backfill_interval_defers_backfill_starts():
     # C can only start by backfill; the last pass ran at 1 (when B arrived), so the next may
     # run at 11, not at C's submit
-    prof = make_profile(4, mode="conservative", interval_s=600)
+    prof = make_cluster(4, mode="conservative", interval_s=600)
     assert starts(_blocking_scenario(30), prof) == [0, 60, 11]
 
 
@@ -87,25 +87,25 @@ def test_per_user_running_job_limit():
         {"submit": 1, "run": 30, "user": "alice"},
         {"submit": 2, "run": 30, "user": "bob"},
     ]
-    assert starts(jobs, make_profile(4, max_jobs=1)) == [0, 30, 2]
-    assert starts(jobs, make_profile(4)) == [0, 1, 2]
+    assert starts(jobs, make_cluster(4, max_jobs=1)) == [0, 30, 2]
+    assert starts(jobs, make_cluster(4)) == [0, 1, 2]
 
 
 def test_per_user_node_limit():
     jobs = [{"submit": 0, "run": 30, "nodes": 2, "user": "a"},
             {"submit": 1, "run": 30, "nodes": 2, "user": "a"}]
-    assert starts(jobs, make_profile(4, max_nodes=3)) == [0, 30]
+    assert starts(jobs, make_cluster(4, max_nodes=3)) == [0, 30]
 
 
 def test_capacity_change():
     cap = [(to_seconds(T0), 2), (to_seconds(T0) + 3600, 4)]
     jobs = [{"submit": 0, "run": 10, "nodes": 4}, {"submit": 1, "run": 10, "nodes": 2}]
     # the 4-node job cannot run before capacity grows at 60; the 2-node one backfills (10 min)
-    assert starts(jobs, make_profile(4, capacity=cap)) == [60, 1]
+    assert starts(jobs, make_cluster(4, capacity=cap)) == [60, 1]
     # a capacity drop ahead keeps a long job from starting into it (backfill plans with it)
     cap2 = [(to_seconds(T0), 4), (to_seconds(T0) + 3600, 0), (to_seconds(T0) + 7200, 4)]
     jobs2 = [{"submit": 0, "run": 30, "nodes": 4}, {"submit": 31, "run": 50, "nodes": 1}]
-    assert starts(jobs2, make_profile(4, capacity=cap2)) == [0, 120]
+    assert starts(jobs2, make_cluster(4, capacity=cap2)) == [0, 120]
 
 
 def test_age_overtakes_size():
@@ -118,7 +118,7 @@ def test_age_overtakes_size():
             {"submit": 1 + gap_min, "run": 10, "nodes": 4},
         ]
 
-    prof = make_profile(4, mode="none", w_age=1000.0, max_age_s=86400, w_size=500.0)
+    prof = make_cluster(4, mode="none", w_age=1000.0, max_age_s=86400, w_size=500.0)
     # old by 59 min: age difference 41 < 500, the big job goes first at 60
     assert starts(scenario(58), prof)[1:] == [70, 60]
     # the big job submitted 13 h later -> blocker must outlast that; use a long blocker instead
@@ -138,7 +138,7 @@ def test_age_factor_is_capped_at_max_age():
         {"submit": 1, "run": 100, "nodes": 1},
         {"submit": 600, "run": 10, "nodes": 4},
     ]
-    prof = make_profile(4, mode="none", w_age=1000.0, max_age_s=86400, w_size=500.0)
+    prof = make_cluster(4, mode="none", w_age=1000.0, max_age_s=86400, w_size=500.0)
     assert starts(jobs, prof)[1:] == [3 * 1440 + 10, 3 * 1440]
 
 
@@ -147,14 +147,14 @@ def test_dependency_waits_for_its_predecessor():
         {"submit": 0, "run": 30, "id": 0},
         {"submit": 1, "run": 10, "id": 1, "depends_on": "0"},
     ]
-    assert starts(jobs, make_profile(4)) == [0, 30]
+    assert starts(jobs, make_cluster(4)) == [0, 30]
 
 
 def test_inserted_job_before_now_is_refused():
     from mirage.sim import warm_start
 
     tab = make_table([{"submit": 0, "run": 30}])
-    sim = warm_start(tab, make_profile(4), to_seconds(T0) + 600)
+    sim = warm_start(tab, make_cluster(4), to_seconds(T0) + 600)
     with pytest.raises(SimInputError):
         sim.insert_job(to_seconds(T0), 1, 600)
 
@@ -167,15 +167,15 @@ def test_recorded_eligible_time_holds_a_job_and_its_age_counts_from_it():
             {"submit": 10, "run": 30, "start": 60}]
     tab = make_table(jobs)
     assert tab.eligible is None  # no column: every job is eligible at its submit
-    assert starts(jobs, make_profile(1, mode="none")) == [0, 60, 90]
+    assert starts(jobs, make_cluster(1, mode="none")) == [0, 60, 90]
     held = make_table(jobs)
     eligible = held.submit.copy()
     eligible[1] = to_seconds(T0 + pd.Timedelta(minutes=30))
     import dataclasses
     held = dataclasses.replace(held, eligible=eligible)
-    st = replay(held, make_profile(1, mode="none"), int(held.submit.min()) - 1)
+    st = replay(held, make_cluster(1, mode="none"), int(held.submit.min()) - 1)
     assert [minutes(int(s)) for s in st] == [0, 90, 60]
     # and a held job never starts before its eligible time, even on an idle cluster
     alone = dataclasses.replace(make_table([{"submit": 0, "run": 10, "start": 45}]),
                                 eligible=np.array([to_seconds(T0 + pd.Timedelta(minutes=45))]))
-    assert minutes(int(replay(alone, make_profile(1), int(alone.submit.min()) - 1)[0])) == 45
+    assert minutes(int(replay(alone, make_cluster(1), int(alone.submit.min()) - 1)[0])) == 45

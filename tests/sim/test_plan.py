@@ -6,13 +6,13 @@ from mirage.sim import warm_start
 from mirage.sim.plan import planned_start
 from mirage.sim.whatif import what_if
 
-from .conftest import make_profile, make_table, minutes
+from .conftest import make_cluster, make_table, minutes
 
 
 def _sim_at(jobs, at_min, **profile):
     tab = make_table(jobs)
     t0 = int(tab.submit.min()) - 1
-    sim = warm_start(tab, make_profile(4, **profile), t0)
+    sim = warm_start(tab, make_cluster(4, **profile), t0)
     sim.run_until(t0 + 1 + at_min * 60)
     return sim
 

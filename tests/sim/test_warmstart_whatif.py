@@ -8,7 +8,7 @@ import pytest
 from mirage.sim import INF, compat_cluster, replay, to_seconds, warm_start
 from mirage.sim.whatif import sweep_successor, what_if
 
-from .conftest import T0, make_profile, make_table, minutes
+from .conftest import T0, make_cluster, make_table, minutes
 
 
 def _random_jobs(n=300, seed=1, span_min=3000, users=12):
@@ -31,7 +31,7 @@ def busy_table():
 
 def test_warm_start_reproduces_recorded_running_and_pending_sets(busy_table):
     tab = busy_table
-    prof = make_profile(16)
+    prof = make_cluster(16)
     for t in (to_seconds(T0) + 600 * k for k in (3, 17, 40)):
         sim = warm_start(tab, prof, t)
         # the pass at T0 has not run yet: the state is the trace's
@@ -49,14 +49,14 @@ def test_warm_start_reproduces_recorded_running_and_pending_sets(busy_table):
 def test_cold_start_is_empty(busy_table):
     tab = busy_table
     t = to_seconds(T0) + 6000
-    sim = warm_start(tab, make_profile(16, warm=False), t)
+    sim = warm_start(tab, make_cluster(16, warm=False), t)
     assert sim.running_jobs() == [] and sim.pending_jobs() == []
 
 
 @pytest.mark.parametrize("mode", ["easy", "conservative"])
 def test_whatif_from_snapshot_equals_full_rerun(busy_table, mode):
     tab = busy_table
-    prof = make_profile(16, mode=mode, interval_s=30, max_jobs=3, w_trace=1.0, w_size=50.0)
+    prof = make_cluster(16, mode=mode, interval_s=30, max_jobs=3, w_trace=1.0, w_size=50.0)
     t0 = to_seconds(T0) + 1200
     for s_min, nodes, lim in ((700, 4, 600), (1500, 8, 2880), (2222, 1, 90), (2600, 16, 300)):
         s = to_seconds(T0) + s_min * 60
@@ -78,7 +78,7 @@ def test_whatif_from_snapshot_equals_full_rerun(busy_table, mode):
 
 
 def test_determinism(busy_table):
-    prof = make_profile(16, mode="conservative", interval_s=30, max_jobs=3, w_trace=1.0)
+    prof = make_cluster(16, mode="conservative", interval_s=30, max_jobs=3, w_trace=1.0)
     a = replay(busy_table, prof, to_seconds(T0) - 1)
     b = replay(busy_table, prof, to_seconds(T0) - 1)
     assert (a == b).all() and (a >= 0).all()
@@ -86,7 +86,7 @@ def test_determinism(busy_table):
 
 def test_replay_respects_capacity_and_limits(busy_table):
     tab = busy_table
-    prof = make_profile(16, max_jobs=3)
+    prof = make_cluster(16, max_jobs=3)
     st = replay(tab, prof, to_seconds(T0) - 1)
     end = st + tab.run
     assert (st >= tab.submit).all()
@@ -99,7 +99,7 @@ def test_replay_respects_capacity_and_limits(busy_table):
 
 def test_service_job_runs_to_its_limit_and_chains(busy_table):
     tab = busy_table
-    prof = make_profile(16)
+    prof = make_cluster(16)
     sim = warm_start(tab, prof, to_seconds(T0))
     p = sim.insert_job(to_seconds(T0) + 600, 2, 3600)
     sim.run_until(to_seconds(T0) + 7200)
@@ -112,7 +112,7 @@ def test_service_job_runs_to_its_limit_and_chains(busy_table):
 
 def test_sweep_matches_individual_whatifs(busy_table):
     tab = busy_table
-    prof = make_profile(16, interval_s=30)
+    prof = make_cluster(16, interval_s=30)
     t0 = to_seconds(T0) + 600
     base = warm_start(tab, prof, t0, record=False)
     ps = to_seconds(T0) + 1800
@@ -123,7 +123,7 @@ def test_sweep_matches_individual_whatifs(busy_table):
     assert pts[-1].t == pe and all(p.pred_end == pe for p in pts)
     for p in pts[::7]:
         ref = warm_start(tab, prof, t0, record=False)
-        pj2 = ref.insert_job(ps, 4, 240 * 60)
+        ref.insert_job(ps, 4, 240 * 60)  # the same predecessor, so the state matches
         ref.run_until(p.t)
         assert what_if(ref, p.t, 4, 240) == p.start
         assert p.x_h == pytest.approx((p.start - pe) / 3600)
@@ -148,7 +148,7 @@ def test_compat_reproduces_reference_behaviour():
     assert m[tab.nodes == 88][0] == 60
     assert (m[(tab.nodes == 1) & (m > 0)] == 70).all()
     # warm (calibrated-style) start on the same trace sees the 40-node job running
-    warm = replay(tab, make_profile(88, w_size=100.0, w_age=7000.0), to_seconds(T0))
+    warm = replay(tab, make_cluster(88, w_size=100.0, w_age=7000.0), to_seconds(T0))
     assert warm[tab.nodes == 40][0] == tab.start[tab.nodes == 40][0]
 
 
@@ -162,7 +162,7 @@ def test_pin_idle_waiters_starts_them_as_recorded():
     ]
     tab = make_table(jobs)
     t0 = to_seconds(T0) + 600
-    on = replay(tab, make_profile(4).with_(pin_idle_waiters=True), t0)
-    off = replay(tab, make_profile(4), t0)
+    on = replay(tab, make_cluster(4).with_(pin_idle_waiters=True), t0)
+    off = replay(tab, make_cluster(4), t0)
     assert [minutes(int(x)) for x in on] == [0, 100, 60]
     assert [minutes(int(x)) for x in off] == [0, 10, 60]

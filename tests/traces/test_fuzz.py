@@ -9,7 +9,6 @@ from hypothesis import strategies as st
 
 from mirage.errors import TraceFormatError
 from mirage.traces.clean import CHECKS, PARSE_REASONS, clean_trace
-from mirage.traces.read import read_trace
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

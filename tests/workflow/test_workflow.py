@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import yaml
 from paths import LS6, REPO
-from runs import TINY, run_tiny, snakemake
+from runs import TINY, snakemake
 
 
 def test_lint_clean():

@@ -108,7 +108,7 @@ def _overview(jobs, label, reference, reference_label):
         dist[0, 0].legend()
     spans = [(df["submit"].max() - df["submit"].min()) / pd.Timedelta("1D") for _, df in traces]
     date_axis(series[2], max(spans))
-    fig.suptitle(f"Trace profile: {label}" + (f" vs {reference_label}" if reference is not None else ""))
+    fig.suptitle(f"Trace summary: {label}" + (f" vs {reference_label}" if reference is not None else ""))
     return fig
 
 

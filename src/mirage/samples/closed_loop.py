@@ -13,9 +13,9 @@ from mirage.samples.generate import CHAIN_LIMIT_MIN, MAX_WAIT_S, Episode, Sample
 from mirage.sim import SERVICE_USER, JobTable
 
 
-def run_closed_loop(table: JobTable, profile, spec: SampleSpec, policy: Policy) -> tuple[int, float]:
+def run_closed_loop(table: JobTable, cluster, spec: SampleSpec, policy: Policy) -> tuple[int, float]:
     """``(k, x_h)``: the decision point where ``policy`` submitted and the outcome in hours."""
-    ep = Episode(table, profile, spec)
+    ep = Episode(table, cluster, spec)
     for t, row in ep:
         start = ep.pred_start()
         reactive = start >= 0 and t >= start + ep.limit_s  # the last point submits regardless

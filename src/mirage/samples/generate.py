@@ -119,13 +119,13 @@ class Episode:
     ``history`` collects the 42-number state of every step, 24 h before the first point on.
     """
 
-    def __init__(self, table: JobTable, profile, spec: SampleSpec, *, step_s: int = STEP_S):
+    def __init__(self, table: JobTable, cluster, spec: SampleSpec, *, step_s: int = STEP_S):
         self.spec = spec
         self.step_s = step_s
         self.limit_s = CHAIN_LIMIT_MIN * 60
         t0 = int(spec.start.value // 10**9)
         self.t_pred = t0 + WARMUP_S
-        self.sim = warm_start(table, profile, t0, record=True)
+        self.sim = warm_start(table, cluster, t0, record=True)
         self.obs = SimObserver(self.sim, spec.chain_nodes)
         self.history: list[np.ndarray] = []
         # 143 steps of history before the predecessor's submission; point 0 adds the 144th
@@ -159,13 +159,13 @@ class Episode:
                 raise RuntimeError(f"sample {self.spec}: the predecessor did not start within 30 days")
 
 
-def generate_sample(table: JobTable, profile, spec: SampleSpec, *, step_s: int = STEP_S) -> dict:
+def generate_sample(table: JobTable, cluster, spec: SampleSpec, *, step_s: int = STEP_S) -> dict:
     """Simulate one sample; returns ``{"sample": dict, "points": DataFrame, "history": array}``.
 
     ``history`` has ``n_points + HISTORY_STEPS - 1`` rows: the state at decision point k is
     ``history[k : k + HISTORY_STEPS]``, the last 24 h ending at that point.
     """
-    ep = Episode(table, profile, spec, step_s=step_s)
+    ep = Episode(table, cluster, spec, step_s=step_s)
     rows, succ_starts, censored = _decision_points(ep)
     pred_start = ep.pred_start()
     pred_end = pred_start + ep.limit_s

@@ -39,7 +39,7 @@ class Plan:
 
 
 def cluster_for(cluster: str, mode: str):
-    """The simulator profile of a mode: ``calibrated`` (the cluster's) or ``compat`` (the
+    """The simulator's cluster description of a mode: ``calibrated`` (the cluster's) or ``compat`` (the
     reference's setup: 88 nodes, cold start, age+size priority)."""
     if mode == "compat":
         return compat_cluster(cluster)
@@ -49,12 +49,12 @@ def cluster_for(cluster: str, mode: str):
 def run_shard(plan: Plan, traces: dict[str, pd.DataFrame], *, shard: int, shards: int, mode: str,
               progress: bool = True) -> SampleSet:
     specs = plan.specs()[shard::shards]
-    profile = cluster_for(plan.cluster, mode)
+    cluster = cluster_for(plan.cluster, mode)
     tables = {split: JobTable.from_frame(df) for split, df in traces.items()}
     results = []
     for spec in tqdm(specs, desc=f"{plan.cluster} {mode} shard {shard}/{shards}", disable=not progress,
                      mininterval=5):
-        results.append(generate_sample(tables[spec.split], profile, spec))
+        results.append(generate_sample(tables[spec.split], cluster, spec))
     return _assemble(results)
 
 

@@ -18,25 +18,25 @@ from .whatif import sweep_successor, what_if
 DAY = 86400
 
 
-def bench_replay(table: JobTable, profile: ClusterDescription, repeat: int = 3) -> dict:
-    get_static(table, profile)  # one-off preparation, not part of a replay
+def bench_replay(table: JobTable, cluster: ClusterDescription, repeat: int = 3) -> dict:
+    get_static(table, cluster)  # one-off preparation, not part of a replay
     best = float("inf")
     for _ in range(repeat):
         t = time.perf_counter()
-        sim = warm_start(table, profile, record=True)
+        sim = warm_start(table, cluster, record=True)
         sim.run_until()
         best = min(best, time.perf_counter() - t)
     return {"jobs": len(table), "seconds": best, "jobs_per_s": len(table) / best}
 
 
-def bench_whatif(table: JobTable, profile: ClusterDescription, queries: int = 200, seed: int = 0,
+def bench_whatif(table: JobTable, cluster: ClusterDescription, queries: int = 200, seed: int = 0,
                  nodes: int = 1, limit_min: int = 2880) -> dict:
     """Median time of one what-if from a snapshot; snapshot times drawn uniformly (seeded) over
     the trace after its first start, each probe submitted at the snapshot's time."""
     rng = np.random.default_rng(seed)
     lo, hi = int(table.start.min()), int(table.submit.max())
     times = np.sort(rng.integers(lo, hi, size=queries))
-    sim = warm_start(table, profile, int(times[0]), record=False)
+    sim = warm_start(table, cluster, int(times[0]), record=False)
     dts, waits = [], []
     for t in times.tolist():
         sim.run_until(t)
@@ -55,14 +55,14 @@ def bench_whatif(table: JobTable, profile: ClusterDescription, queries: int = 20
             "median_probe_wait_h": float(np.nanmedian(waits))}
 
 
-def bench_sweep(table: JobTable, profile: ClusterDescription, pred_submits, nodes: int = 1,
+def bench_sweep(table: JobTable, cluster: ClusterDescription, pred_submits, nodes: int = 1,
                 limit_min: int = 2880, warmup_s: int = 2 * DAY) -> list[dict]:
     """One predecessor (``nodes``, 48 h, runs to its limit) per submit time, simulated from a warm
     start ``warmup_s`` earlier; time of answering every 10-minute decision point of its life."""
     out = []
     for ps in pred_submits:
         ps = to_seconds(ps)
-        base = warm_start(table, profile, ps - warmup_s, record=False)
+        base = warm_start(table, cluster, ps - warmup_s, record=False)
         pj = base.insert_job(ps, nodes, limit_min * 60)
         base.run_until(ps)
         t = time.perf_counter()
@@ -73,17 +73,17 @@ def bench_sweep(table: JobTable, profile: ClusterDescription, pred_submits, node
     return out
 
 
-def run_bench(table: JobTable, profile: ClusterDescription, *, queries: int = 200,
+def run_bench(table: JobTable, cluster: ClusterDescription, *, queries: int = 200,
               sweeps=("2022-12-15T00:00:00", "2023-01-20T00:00:00", "2023-02-10T00:00:00",
                       "2023-03-03T00:00:00", "2023-03-20T00:00:00"),
               seed: int = 0, echo=print) -> dict:
-    res: dict = {"cluster": profile.cluster}
-    res["replay"] = bench_replay(table, profile)
-    echo(f"full replay, {profile.cluster} profile: {res['replay']['jobs']} jobs in "
+    res: dict = {"cluster": cluster.cluster}
+    res["replay"] = bench_replay(table, cluster)
+    echo(f"full replay, {cluster.cluster} description: {res['replay']['jobs']} jobs in "
          f"{res['replay']['seconds']:.2f} s = {res['replay']['jobs_per_s']:,.0f} jobs/s")
-    res["replay_compat"] = bench_replay(table, compat_cluster(profile.cluster))
-    echo(f"full replay, compat profile: {res['replay_compat']['jobs_per_s']:,.0f} jobs/s")
-    res["whatif"] = bench_whatif(table, profile, queries=queries, seed=seed)
+    res["replay_compat"] = bench_replay(table, compat_cluster(cluster.cluster))
+    echo(f"full replay, compat description: {res['replay_compat']['jobs_per_s']:,.0f} jobs/s")
+    res["whatif"] = bench_whatif(table, cluster, queries=queries, seed=seed)
     w = res["whatif"]
     echo(f"what-if from a snapshot ({w['queries']} random times, 1 node, 48 h): median "
          f"{w['median_ms']:.2f} ms, p90 {w['p90_ms']:.2f} ms, max {w['max_ms']:.1f} ms; "
@@ -93,7 +93,7 @@ def run_bench(table: JobTable, profile: ClusterDescription, *, queries: int = 20
              f"{w['loaded_median_ms']:.2f} ms")
     lo, hi = int(table.submit.min()) + 2 * DAY, int(table.submit.max()) - 2 * DAY
     pts = [s for s in sweeps if lo <= to_seconds(s) <= hi]
-    res["sweep"] = bench_sweep(table, profile, pts)
+    res["sweep"] = bench_sweep(table, cluster, pts)
     for r in res["sweep"]:
         echo(f"predecessor sweep from {r['pred_submit']}: {r['queries']} queries in "
              f"{r['seconds']:.2f} s (predecessor waited {r['pred_wait_h']:.1f} h)")

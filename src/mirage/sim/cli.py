@@ -1,4 +1,4 @@
-"""Command line of the simulator: ``mirage sim fidelity|replay|whatif`` and ``mirage bench sim``.
+"""Command line of the simulator: ``mirage sim fidelity|replay|whatif|synth`` and ``mirage bench sim``.
 
 ``register(subparsers)`` and ``register_bench(bench_subparsers)`` are wired into
 ``mirage.cli``; each command stores its handler in ``func``.
@@ -141,6 +141,30 @@ def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
                    help="the reference simulator's setting (88 nodes, cold start, age+size priority)")
 
 
+def _synth(args) -> None:
+    import yaml
+
+    from mirage.traces.write import write_tacc
+
+    from .synth import synthesize
+
+    params = yaml.safe_load(Path(args.params).read_text()) if args.params else None
+    if args.params_json:
+        params = {**(params or {}), **json.loads(args.params_json)}
+    try:
+        jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed,
+                          params=params)
+    except ValueError as e:
+        raise MirageError(str(e)) from None
+    out = Path(args.out)
+    if out.suffix == ".parquet":
+        out.parent.mkdir(parents=True, exist_ok=True)
+        jobs.to_parquet(out, index=False)
+    else:
+        write_tacc(jobs, out)
+    print(f"synthetic {args.cluster}: {len(jobs)} jobs over {args.days} days (seed {args.seed}) -> {out}")
+
+
 def register(subparsers) -> None:
     """Add ``mirage sim ...`` to the main parser's subparsers."""
     sim = subparsers.add_parser("sim", help="the event-driven Slurm simulator")
@@ -155,7 +179,7 @@ def register(subparsers) -> None:
     f.add_argument("--windows", default="2022-11-01,2023-03-01",
                    help="comma-separated window starts; the whole trace is always added")
     f.add_argument("--variants", action="store_true",
-                   help="also evaluate named changes of the profile on the windows (ablation)")
+                   help="also evaluate named changes of the cluster description on the windows (ablation)")
     f.set_defaults(func=_fidelity)
 
     r = sub.add_parser("replay", help="replay a trace; write simulated vs real starts")
@@ -173,6 +197,18 @@ def register(subparsers) -> None:
     w.add_argument("--limit-min", type=int, default=2880)
     w.add_argument("--user", help="user name from the trace (default: a service user of its own)")
     w.set_defaults(func=_whatif)
+
+    y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
+                                     "this simulator (FIFO + EASY, per-user limit)")
+    y.add_argument("cluster", choices=["ls6", "frontera", "longhorn"])
+    y.add_argument("--seed", type=int, required=True)
+    y.add_argument("--start", default="2022-11-01")
+    y.add_argument("--days", type=float, default=60)
+    y.add_argument("--params", help="YAML file overriding calibration parameters")
+    y.add_argument("--params-json", help="overrides as one JSON mapping (what the workflow "
+                   "passes from clusters.<cluster>.synthetic.params); over --params")
+    y.add_argument("--out", required=True, help=".log (TACC text) or .parquet (canonical)")
+    y.set_defaults(func=_synth)
 
 
 def register_bench(bench_subparsers) -> None:

@@ -34,18 +34,18 @@ _SUBMIT_OF = itemgetter(R_SUBMIT)
 
 
 class _Static:
-    """Per (trace, profile) data every simulation and fork shares read-only."""
+    """Per (trace, cluster description) data every simulation and fork shares read-only."""
 
-    def __init__(self, table: JobTable, profile: ClusterDescription, user_max_jobs=None,
+    def __init__(self, table: JobTable, cluster: ClusterDescription, user_max_jobs=None,
                  qtime: np.ndarray | None = None):
         self.table = table
-        self.profile = profile
-        pr = profile.priority
+        self.cluster = cluster
+        pr = cluster.priority
         self.w_age = float(pr.weight_age)
         self.max_age = max(1, int(pr.max_age_s))
         self.age_rate = self.w_age / self.max_age
         self.age_capped = bool(pr.age_capped) and self.w_age > 0
-        self.size_norm = float(pr.weight_size) / float(profile.nodes)
+        self.size_norm = float(pr.weight_size) / float(cluster.nodes)
         self.w_trace = float(pr.weight_trace)
         n = len(table)
         self.n = n
@@ -67,13 +67,13 @@ class _Static:
         self.dep = table.dep.tolist()
         self.pin_order = np.argsort(table.start, kind="stable").tolist()
         self.pin_start = table.start[self.pin_order].tolist() if n else []
-        self.cap_times = [t for t, _ in profile.capacity]
-        self.cap_nodes = [c for _, c in profile.capacity]
-        self.max_jobs = profile.max_jobs_per_user if profile.max_jobs_per_user is not None else INF
-        self.max_nodes = profile.max_nodes_per_user if profile.max_nodes_per_user is not None else INF
+        self.cap_times = [t for t, _ in cluster.capacity]
+        self.cap_nodes = [c for _, c in cluster.capacity]
+        self.max_jobs = cluster.max_jobs_per_user if cluster.max_jobs_per_user is not None else INF
+        self.max_nodes = cluster.max_nodes_per_user if cluster.max_nodes_per_user is not None else INF
         self.user_max_jobs = dict(user_max_jobs or {})
         self.median_tprio = float(np.median(table.tprio)) if n else 0.0
-        bf = profile.backfill
+        bf = cluster.backfill
         self.bf_mode = bf.mode
         self.bf_interval = int(bf.interval_s)
         self.bf_window = int(bf.window_min) * 60
@@ -155,8 +155,8 @@ class Simulator:
         return self.s.table
 
     @property
-    def profile(self) -> ClusterDescription:
-        return self.s.profile
+    def cluster(self) -> ClusterDescription:
+        return self.s.cluster
 
     # ------------------------------------------------------------------ queries
     @property

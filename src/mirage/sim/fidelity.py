@@ -59,15 +59,15 @@ def default_periods(table: JobTable, window_days: float = 5.0,
 
 
 # ---------------------------------------------------------------------------- predictions
-def loo_predictions(table: JobTable, profile: ClusterDescription, jobs: np.ndarray,
+def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarray,
                     max_wait_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
     """Predicted start of each job in ``jobs`` (trace indices), one warm start per job."""
-    static = get_static(table, profile, user_max_jobs)
-    pinned = profile.whatif_background == "pinned"
+    static = get_static(table, cluster, user_max_jobs)
+    pinned = cluster.whatif_background == "pinned"
     out = np.full(len(jobs), -1, dtype=np.int64)
     for k, i in enumerate(jobs.tolist()):
         t0 = int(table.submit[i])
-        state = initial_state(static, t0, warm=profile.warm_start, pinned=pinned, exclude=(i,))
+        state = initial_state(static, t0, warm=cluster.warm_start, pinned=pinned, exclude=(i,))
         sim = Simulator(static, state, pinned=pinned)
         # a job recorded as eligible only later (held, --begin) enters the queue then
         entry = t0 if table.eligible is None else int(table.eligible[i])
@@ -78,10 +78,10 @@ def loo_predictions(table: JobTable, profile: ClusterDescription, jobs: np.ndarr
     return out
 
 
-def replay_starts(table: JobTable, profile: ClusterDescription, period: Period,
+def replay_starts(table: JobTable, cluster: ClusterDescription, period: Period,
                   drain_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
     """Simulated start of every trace job when the period is replayed from its start."""
-    sim = warm_start(table, profile, period.start, record=True, pinned=False,
+    sim = warm_start(table, cluster, period.start, record=True, pinned=False,
                      user_max_jobs=user_max_jobs)
     sim.run_until(period.end + drain_s)
     return sim.trace_start
@@ -126,13 +126,13 @@ def replay_metrics(sim_daily: pd.Series, real_daily: pd.Series) -> dict:
 
 
 # ---------------------------------------------------------------------------- report
-def evaluate_period(table: JobTable, profile: ClusterDescription, period: Period,
+def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period,
                     compat: ClusterDescription | None = None, user_max_jobs=None,
                     baselines: bool = True, points: list | None = None) -> dict:
     """All figures of one period; ``baselines=False`` skips the compat simulation (its entries
     then repeat the zero-wait ones and must not be read). With a list ``points``, the period's
     leave-one-out jobs are appended to it as one table (see loo_points)."""
-    compat = compat or compat_cluster(profile.cluster)
+    compat = compat or compat_cluster(cluster.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
     long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
     real = table.start[long_jobs]
@@ -140,9 +140,9 @@ def evaluate_period(table: JobTable, profile: ClusterDescription, period: Period
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
                             "long_jobs": int(len(long_jobs))}}
-    loo_sim = loo_predictions(table, profile, long_jobs, user_max_jobs=user_max_jobs)
+    loo_sim = loo_predictions(table, cluster, long_jobs, user_max_jobs=user_max_jobs)
     compat_starts = replay_starts(table, compat, period) if baselines else table.submit
-    sim_starts = replay_starts(table, profile, period, user_max_jobs=user_max_jobs)
+    sim_starts = replay_starts(table, cluster, period, user_max_jobs=user_max_jobs)
     loo = {
         "sim": loo_metrics(loo_sim, real, sub),
         "zero_wait": loo_metrics(sub.copy(), real, sub),
@@ -189,7 +189,7 @@ def loo_points(table: JobTable, jobs: np.ndarray, sim_start: np.ndarray,
     })
 
 
-#: named changes to the calibrated profile, evaluated by ``mirage sim fidelity --variants``
+#: named changes to the calibrated cluster description, evaluated by ``mirage sim fidelity --variants``
 VARIANTS = {
     "no trace priority": lambda p: p.with_(priority={"weight_trace": 0.0}),
     "no inferred dependencies": lambda p: p.with_(infer_dependencies=False),
@@ -200,7 +200,7 @@ VARIANTS = {
     "bf_window 1440, bf_max_job_test 100 (Slurm defaults)":
         lambda p: p.with_(backfill={"window_min": 1440, "max_job_test": 100}),
     "bf_resolution 60": lambda p: p.with_(backfill={"resolution_s": 60}),
-    "constant capacity (profile nodes)": lambda p: p.with_(capacity=()),
+    "constant capacity (the description's nodes)": lambda p: p.with_(capacity=()),
     "capacity inferred per week": lambda p: p.with_(capacity=(), capacity_infer=True),
     "inferred holds (circular for replay)": lambda p: p.with_(infer_holds=True),
     "pinned background in what-if": lambda p: p.with_(whatif_background="pinned"),
@@ -209,15 +209,15 @@ VARIANTS = {
 }
 
 
-def evaluate_variants(table: JobTable, profile: ClusterDescription, periods: list[Period],
+def evaluate_variants(table: JobTable, cluster: ClusterDescription, periods: list[Period],
                       names=None) -> dict:
-    """The ``sim`` figures of each variant, per period (ablation of the calibrated profile)."""
+    """The ``sim`` figures of each variant, per period (ablation of the calibrated description)."""
     out: dict = {}
     for name in (names or VARIANTS):
-        prof = VARIANTS[name](profile)
+        variant = VARIANTS[name](cluster)
         out[name] = {}
         for per in periods:
-            r = evaluate_period(table, prof, per, baselines=False)
+            r = evaluate_period(table, variant, per, baselines=False)
             out[name][per.name] = {m: r[m]["sim"] for m in METRICS}
     return out
 
@@ -226,23 +226,23 @@ def _nan_to_none(a) -> list:
     return [None if (x is None or (isinstance(x, float) and math.isnan(x))) else float(x) for x in a]
 
 
-def fidelity_report(table: JobTable, profile: ClusterDescription, periods: list[Period] | None = None,
+def fidelity_report(table: JobTable, cluster: ClusterDescription, periods: list[Period] | None = None,
                     user_max_jobs=None, variants: bool = False, points: list | None = None) -> dict:
     """The fidelity report: top-level metric keys hold the whole-trace figures; ``periods`` holds
     every period's figures (the two reference windows and the whole trace). With a list
     ``points``, every period's leave-one-out jobs are appended to it (loo_points)."""
     periods = periods or default_periods(table)
-    per = [evaluate_period(table, profile, p, user_max_jobs=user_max_jobs, points=points)
+    per = [evaluate_period(table, cluster, p, user_max_jobs=user_max_jobs, points=points)
            for p in periods]
     main = per[-1]
     report = {m: main[m] for m in METRICS}
-    report["cluster"] = profile.cluster
-    report["profile"] = _profile_summary(profile)
+    report["cluster"] = cluster.cluster
+    report["description"] = _description(cluster)
     report["periods"] = per
     if variants:
         # the whole trace's leave-one-out is the slow part; ablate on the windows only
         windows = [p for p in periods if p.end - p.start <= 31 * DAY] or periods[:1]
-        report["variants"] = evaluate_variants(table, profile, windows)
+        report["variants"] = evaluate_variants(table, cluster, windows)
     report["notes"] = (
         "zero_wait replay_corr is undefined (a constant series has no correlation) and reported "
         "as null; replay_mape of zero_wait is 1.0 by construction."
@@ -250,7 +250,8 @@ def fidelity_report(table: JobTable, profile: ClusterDescription, periods: list[
     return report
 
 
-def _profile_summary(p: ClusterDescription) -> dict:
+def _description(p: ClusterDescription) -> dict:
+    """The cluster description the report was made with, as JSON."""
     return {
         "nodes": p.nodes, "capacity": [[str(to_timestamp(t)), n] for t, n in p.capacity],
         "priority": p.priority.__dict__, "backfill": p.backfill.__dict__,

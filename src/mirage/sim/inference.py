@@ -97,7 +97,7 @@ def infer_user_max_jobs(table: JobTable) -> dict[int, int]:
     return out
 
 
-def infer_holds(table: JobTable, profile, min_wait_s: int = 600) -> np.ndarray:
+def infer_holds(table: JobTable, cluster, min_wait_s: int = 600) -> np.ndarray:
     """Queue entry time of every job: its submit, or the end of an inferred hold.
 
     While job j waited, a job k that the priority model ranks no higher than j, that is at least
@@ -106,10 +106,10 @@ def infer_holds(table: JobTable, profile, min_wait_s: int = 600) -> np.ndarray:
     from the last such start. Uses recorded starts of other jobs (and j's own start as the end of
     its wait), so a replay with holds is partly circular; see docs/sim.md.
     """
-    pr = profile.priority
+    pr = cluster.priority
     rate = pr.weight_age / max(1, pr.max_age_s)
     m = pr.max_age_s
-    base = pr.weight_trace * table.tprio + pr.weight_size / profile.nodes * table.nodes
+    base = pr.weight_trace * table.tprio + pr.weight_size / cluster.nodes * table.nodes
     order = np.argsort(table.start, kind="stable")
     st_sorted = table.start[order]
     q = table.submit.copy()

@@ -21,29 +21,29 @@ from .state import SimState
 _CACHE: dict = {}
 
 
-def get_static(table: JobTable, profile: ClusterDescription, user_max_jobs=None) -> _Static:
-    """The shared read-only part of every simulation of (table, profile); cached."""
-    key = (id(table), profile, tuple(sorted((user_max_jobs or {}).items())))
+def get_static(table: JobTable, cluster: ClusterDescription, user_max_jobs=None) -> _Static:
+    """The shared read-only part of every simulation of (table, cluster description); cached."""
+    key = (id(table), cluster, tuple(sorted((user_max_jobs or {}).items())))
     hit = _CACHE.get(key)
     if hit is not None and hit[0] is table:
         return hit[1]
     t = table
-    if profile.capacity_infer and not profile.capacity:
+    if cluster.capacity_infer and not cluster.capacity:
         from .inference import infer_capacity
 
-        profile = profile.with_(capacity=tuple(infer_capacity(table)), capacity_infer=False)
-    if profile.infer_dependencies:
+        cluster = cluster.with_(capacity=tuple(infer_capacity(table)), capacity_infer=False)
+    if cluster.infer_dependencies:
         # recorded dependencies are kept; inference only fills jobs without one
         t = table.with_deps(infer_dependencies(table))
     # queue entry: the recorded eligible time where the trace has one (sacct Eligible), else
     # the submit; inferred holds can only push it later
     qtime = t.eligible
-    if profile.infer_holds:
+    if cluster.infer_holds:
         from .inference import infer_holds
 
-        held = infer_holds(t, profile)
+        held = infer_holds(t, cluster)
         qtime = held if qtime is None else np.maximum(qtime, held)
-    st = _Static(t, profile, user_max_jobs, qtime)
+    st = _Static(t, cluster, user_max_jobs, qtime)
     if len(_CACHE) > 32:
         _CACHE.clear()
     _CACHE[key] = (table, st)
@@ -84,10 +84,10 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
         ujobs[u] = ujobs.get(u, 0) + 1
         unodes[u] = unodes.get(u, 0) + n
     ncap = bisect_right(s.cap_times, t0)
-    cap = s.cap_nodes[ncap - 1] if ncap > 0 else s.profile.nodes
+    cap = s.cap_nodes[ncap - 1] if ncap > 0 else s.cluster.nodes
     pins: list = []
     if pin_idle_waiters is None:
-        pin_idle_waiters = s.profile.pin_idle_waiters
+        pin_idle_waiters = s.cluster.pin_idle_waiters
     if pin_idle_waiters and pending:
         # a job that was queued at T0 although it fitted the idle nodes and its user was under
         # its limit, and that still did not start soon after, was not eligible (held, an account
@@ -115,12 +115,12 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
     )
 
 
-def warm_start(table: JobTable, profile: ClusterDescription, t0=None, *, exclude=(),
+def warm_start(table: JobTable, cluster: ClusterDescription, t0=None, *, exclude=(),
                pinned: bool | None = None, warm: bool | None = None, record: bool = True,
                user_max_jobs: dict | None = None) -> Simulator:
     """A simulator standing at ``t0`` (default: the first submit of the trace).
 
-    ``warm`` defaults to the profile's ``warm_start``; ``pinned`` to its what-if background
+    ``warm`` defaults to the description's ``warm_start``; ``pinned`` to its what-if background
     setting being "pinned". ``exclude``: trace indices that never happen (leave-one-out).
     """
     if not isinstance(table, JobTable):
@@ -129,9 +129,9 @@ def warm_start(table: JobTable, profile: ClusterDescription, t0=None, *, exclude
     if t0 is None:
         t0 = int(table.submit.min()) if len(table) else 0
     t0 = to_seconds(t0)
-    warm = profile.warm_start if warm is None else warm
-    pinned = (profile.whatif_background == "pinned") if pinned is None else pinned
-    static = get_static(table, profile, user_max_jobs)
+    warm = cluster.warm_start if warm is None else warm
+    pinned = (cluster.whatif_background == "pinned") if pinned is None else pinned
+    static = get_static(table, cluster, user_max_jobs)
     state = initial_state(static, t0, warm=warm, pinned=pinned, exclude=exclude)
     sim = Simulator(static, state, pinned=pinned, record=record)
     if record:
@@ -140,8 +140,8 @@ def warm_start(table: JobTable, profile: ClusterDescription, t0=None, *, exclude
     return sim
 
 
-def replay(table: JobTable, profile: ClusterDescription, t0=None, t_end=None, **kw) -> np.ndarray:
+def replay(table: JobTable, cluster: ClusterDescription, t0=None, t_end=None, **kw) -> np.ndarray:
     """Simulated start of every trace job (-1: not started by ``t_end``) from ``t0``."""
-    sim = warm_start(table, profile, t0, record=True, **kw)
+    sim = warm_start(table, cluster, t0, record=True, **kw)
     sim.run_until(INF if t_end is None else to_seconds(t_end))
     return sim.trace_start

@@ -1,4 +1,5 @@
-"""``mirage trace ...``: read, clean, synthesize, split, summarise and fetch job traces."""
+"""``mirage trace ...``: read, clean, split, summarise and fetch job traces (synthetic traces:
+``mirage sim synth``, since the simulator schedules them)."""
 
 from __future__ import annotations
 
@@ -26,31 +27,6 @@ def _trace_detect(args) -> None:
     from mirage.traces.read import detect_format
 
     print(detect_format(args.input))
-
-
-def _trace_synth(args) -> None:
-    from mirage.traces.synth import synthesize
-    from mirage.traces.write import write_tacc
-
-    import yaml
-
-    from mirage.errors import MirageError
-
-    params = yaml.safe_load(Path(args.params).read_text()) if args.params else None
-    if args.params_json:
-        params = {**(params or {}), **json.loads(args.params_json)}
-    try:
-        jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed,
-                          params=params)
-    except ValueError as e:
-        raise MirageError(str(e)) from None
-    out = Path(args.out)
-    if out.suffix == ".parquet":
-        out.parent.mkdir(parents=True, exist_ok=True)
-        jobs.to_parquet(out, index=False)
-    else:
-        write_tacc(jobs, out)
-    print(f"synthetic {args.cluster}: {len(jobs)} jobs over {args.days} days (seed {args.seed}) -> {out}")
 
 
 def _trace_split(args) -> None:
@@ -96,7 +72,7 @@ def _trace_fetch(args) -> None:
 
 
 def register(sub) -> None:
-    trace = sub.add_parser("trace", help="read, clean, synthesize, split and fetch job traces")
+    trace = sub.add_parser("trace", help="read, clean, split, summarise and fetch job traces")
     tsub = trace.add_subparsers(dest="trace_command", required=True)
 
     p = tsub.add_parser("clean", help="read any supported trace and clean it losslessly")
@@ -113,17 +89,6 @@ def register(sub) -> None:
     p = tsub.add_parser("detect", help="print the detected format of a trace file")
     p.add_argument("input")
     p.set_defaults(func=_trace_detect)
-
-    p = tsub.add_parser("synth", help="generate a calibrated synthetic trace")
-    p.add_argument("cluster", choices=["ls6", "frontera", "longhorn"])
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--start", default="2022-11-01")
-    p.add_argument("--days", type=float, default=60)
-    p.add_argument("--params", help="YAML file overriding calibration parameters")
-    p.add_argument("--params-json", help="overrides as one JSON mapping (what the workflow "
-                   "passes from clusters.<cluster>.synthetic.params); over --params")
-    p.add_argument("--out", required=True, help=".log (TACC text) or .parquet (canonical)")
-    p.set_defaults(func=_trace_synth)
 
     p = tsub.add_parser("split", help="cut a clean trace into training and validation windows")
     p.add_argument("input")

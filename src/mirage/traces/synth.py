@@ -1,25 +1,27 @@
-"""Seeded synthetic job traces, calibrated per cluster from facts about the real traces.
+"""The demand of a synthetic cluster: seeded job submissions calibrated from facts about the
+real traces.
 
-The generator draws *demand* (submit times, users, node counts, limits, runtimes) from
-measured marginals, then derives start times by running a small FIFO + EASY-backfill
-scheduler over the cluster's node capacity with per-user running-job limits. Queue waits
-therefore come out of the load, the way they do on the real machine, instead of being
-sampled: a day with heavy demand produces long waits for big and long jobs, a quiet day does
-not. Load varies over time (regime switching of a demand multiplier plus day-to-day noise,
-and batch submissions by single users), so low, medium and heavy queueing all occur.
+The generator draws *demand* (submit times, users, node counts, limits, runtimes, dependency
+chains, recorded priorities) from measured marginals. It assigns no start times: the simulator
+does (``mirage.sim.synth`` runs the demand through ``mirage.sim``'s Slurm model with FIFO
+priority, EASY backfill and the per-user running-job limit), so queue waits come out of the
+load, the way they do on the real machine, instead of being sampled: a day with heavy demand
+produces long waits for big and long jobs, a quiet day does not. Load varies over time (regime
+switching of a demand multiplier plus day-to-day noise, and batch submissions by single
+users), so low, medium and heavy queueing all occur.
 
 Everything random flows from one ``numpy.random.Generator`` seeded by ``seed``; the same
-arguments always give the same table.
+arguments always give the same demand.
 
 Calibration numbers live in ``CALIBRATION`` below, each with where it came from. ``params``
-passed to :func:`synthesize` are deep-merged over the cluster's defaults, so a workflow can
+passed to :func:`draw_demand` are deep-merged over the cluster's defaults, so a workflow can
 override any of them (e.g. from a YAML file) without copying the rest.
 """
 
 from __future__ import annotations
 
 import copy
-import heapq
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -161,32 +163,74 @@ def _merge(base: dict, over: dict, where: str = "") -> dict:
 
 
 # ---------------------------------------------------------------------------------------------
-# Public entry point
+# Public entry point: the demand, and the table once a scheduler has given every job its start
 # ---------------------------------------------------------------------------------------------
 
 
-def synthesize(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
-               params: dict | None = None) -> pd.DataFrame:
-    """A synthetic canonical job table for ``cluster`` with submits in ``[start, start+days)``.
+@dataclass(frozen=True, eq=False)
+class Demand:
+    """The jobs a synthetic cluster's users submit, before any scheduler has started them.
 
-    Also contains the few jobs submitted during the warm-up before ``start`` that are still
-    queued or running at ``start``. Every job starts and ends (the schedule runs to
-    completion), so ends may lie after ``start + days``.
+    Times are integer seconds since ``origin`` (the start of the warm-up); ``jobs`` holds
+    parallel arrays sorted by submit time: ``submit``, ``user`` (an index), ``nodes``,
+    ``limit_min``, ``runtime`` (s, never above the limit), ``batch``, ``after`` (the index of
+    the job this one waits for, -1 for none) and ``priority`` (as Slurm records it).
+    """
+
+    cluster: str
+    origin: pd.Timestamp
+    warm: int  # seconds of warm-up before the trace's start
+    jobs: dict
+    #: (seconds since origin, usable nodes) of every capacity change; the first is at 0
+    capacity: tuple
+    #: Slurm QOS: running jobs per user at most
+    user_running_limit: int
+    #: jobs a backfill pass examines (Slurm's bf_max_job_test)
+    backfill_depth: int
+    first_job_id: int
+
+    def __len__(self) -> int:
+        return len(self.jobs["submit"])
+
+    def to_table(self, start: np.ndarray) -> pd.DataFrame:
+        """The canonical job table once every job has its ``start`` (s since origin): the jobs
+        submitted from the trace's start on, and the warm-up's jobs still queued or running
+        then."""
+        start = np.asarray(start, dtype=np.int64)
+        if len(start) != len(self) or (start < self.jobs["submit"]).any():
+            raise ValueError("a synthetic schedule must give every job a start at or after its "
+                             "submit. Fix: schedule the whole demand to completion")
+        jobs = {**self.jobs, "start": start, "end": start + self.jobs["runtime"]}
+        return _to_table(self.cluster, _drop_warmup_finished(jobs, self.warm), self.origin,
+                         self.first_job_id)
+
+
+def draw_demand(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
+                params: dict | None = None) -> Demand:
+    """The seeded demand of ``cluster`` with submits in ``[start - warm-up, start + days)``.
+
+    The warm-up (``warmup_days``) fills the cluster before ``start``; a scheduler (the
+    simulator's, see ``mirage.sim.synth``) turns the demand into a trace.
     """
     p = cluster_params(cluster, params)
     rng = np.random.default_rng(seed)
     t0 = pd.Timestamp(start).floor("s")
     warm = int(round(float(p["warmup_days"]) * DAY))
     horizon = int(round(float(days) * DAY))
-    origin = t0 - pd.Timedelta(seconds=warm)  # time zero of the simulation clock
+    origin = t0 - pd.Timedelta(seconds=warm)  # time zero of the schedule's clock
 
     cap_t, cap_v = _capacity_schedule(p, origin)
     jobs = _demand(rng, p, origin, warm + horizon, cap_t, cap_v)
     jobs["nodes"] = _fit_to_capacity(jobs["nodes"], jobs["submit"], cap_t, cap_v)
-    jobs["start"] = _schedule(jobs, cap_t, cap_v, int(p["user_running_limit"]),
-                              int(p["backfill_depth"]))
-    jobs["end"] = jobs["start"] + jobs["runtime"]
-    return _to_table(cluster, _drop_warmup_finished(jobs, warm), origin, p, rng)
+    prio = p["priority"]
+    extra = rng.lognormal(np.log(float(prio["median_extra"])), float(prio["sigma"]),
+                          size=len(jobs["submit"]))
+    jobs["priority"] = int(prio["base"]) + np.round(extra).astype(np.int64)
+    return Demand(cluster=cluster, origin=origin, warm=warm, jobs=jobs,
+                  capacity=tuple(zip(cap_t, cap_v)),
+                  user_running_limit=int(p["user_running_limit"]),
+                  backfill_depth=int(p["backfill_depth"]),
+                  first_job_id=int(p["first_job_id"]))
 
 
 def _drop_warmup_finished(jobs: dict[str, np.ndarray], warm: int) -> dict[str, np.ndarray]:
@@ -195,9 +239,10 @@ def _drop_warmup_finished(jobs: dict[str, np.ndarray], warm: int) -> dict[str, n
     new_index = np.cumsum(keep) - 1
     pred = jobs["after"]
     # A predecessor that ended during the warm-up is not in the table: the dependency is moot.
-    jobs["after"] = np.where((pred >= 0) & keep[np.maximum(pred, 0)],
-                             new_index[np.maximum(pred, 0)], -1)
-    return {k: v[keep] for k, v in jobs.items()}
+    after = np.where((pred >= 0) & keep[np.maximum(pred, 0)], new_index[np.maximum(pred, 0)], -1)
+    out = {k: v[keep] for k, v in jobs.items() if k != "after"}
+    out["after"] = after[keep]
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -396,153 +441,20 @@ def _fit_to_capacity(nodes: np.ndarray, submit: np.ndarray, cap_t: list[int],
 
 
 # ---------------------------------------------------------------------------------------------
-# Scheduler: FIFO + EASY backfill with per-user running-job limits
-# ---------------------------------------------------------------------------------------------
-
-
-def _schedule(jobs: dict[str, np.ndarray], cap_t: list[int], cap_v: list[int],
-              user_limit: int, depth: int) -> np.ndarray:
-    """Start times for jobs (sorted by submit) under FIFO + EASY backfill.
-
-    The first job in submit order that is eligible (its user is under the running-job limit)
-    but does not fit gets a reservation at the earliest time enough nodes free up, judged
-    from running jobs' *limits* as Slurm does; later jobs may start now only if they do not
-    delay it. Jobs held by the per-user limit are skipped, not blocking: that is how real
-    waits on ls6 arise without any shortage of nodes.
-    """
-    submit = jobs["submit"].tolist()
-    nodes = jobs["nodes"].tolist()
-    limit = (jobs["limit_min"] * 60).tolist()
-    runtime = jobs["runtime"].tolist()
-    user = jobs["user"].tolist()
-    after = jobs["after"].tolist()
-    n = len(submit)
-    start = [-1] * n
-    done = [False] * n
-    held: dict[int, int] = {}  # predecessor -> the job waiting for it to end
-
-    running_by_user: dict[int, int] = {}
-    running: dict[int, tuple[int, int]] = {}  # job -> (limit end, nodes)
-    ends: list[tuple[int, int]] = []  # heap of (actual end, job)
-    pending: list[int] = []
-    busy = 0
-    cap_i = 0
-    capacity = cap_v[0]
-    nxt = 0  # next job to arrive
-
-    def launch(j: int, now: int) -> None:
-        nonlocal busy
-        start[j] = now
-        busy += nodes[j]
-        running[j] = (now + limit[j], nodes[j])
-        running_by_user[user[j]] = running_by_user.get(user[j], 0) + 1
-        heapq.heappush(ends, (now + runtime[j], j))
-
-    def reservation(need: int, now: int) -> tuple[int, int]:
-        """(shadow time, nodes spare at it) for a job needing ``need`` nodes."""
-        free = capacity - busy
-        for t_end, k in sorted(running.values()):
-            free += k
-            if free >= need:
-                return max(t_end, now), free - need
-        return now, 0  # unreachable while need <= capacity
-
-    def try_jobs(candidates: list[int], now: int, state: list) -> list[int]:
-        """Start what may start; return the jobs left waiting. ``state`` = [head, shadow, extra]."""
-        left: list[int] = []
-        for pos, j in enumerate(candidates):
-            free = capacity - busy
-            if free <= 0 or (state[0] is not None and pos >= depth):
-                left.extend(candidates[pos:])
-                break
-            if running_by_user.get(user[j], 0) >= user_limit or nodes[j] > capacity:
-                left.append(j)
-                continue
-            if state[0] is None:
-                if nodes[j] <= free:
-                    launch(j, now)
-                else:
-                    state[0] = j
-                    state[1], state[2] = reservation(nodes[j], now)
-                    left.append(j)
-                continue
-            if nodes[j] <= free:
-                if now + limit[j] <= state[1]:
-                    launch(j, now)
-                    continue
-                if nodes[j] <= state[2]:
-                    state[2] -= nodes[j]
-                    launch(j, now)
-                    continue
-            left.append(j)
-        return left
-
-    state: list = [None, 0, 0]
-    while nxt < n or ends:
-        t_arrive = submit[nxt] if nxt < n else None
-        t_end = ends[0][0] if ends else None
-        t_cap = cap_t[cap_i + 1] if cap_i + 1 < len(cap_t) else None
-        now = min(t for t in (t_arrive, t_end, t_cap) if t is not None)
-
-        full_pass = False
-        released: list[int] = []
-        while ends and ends[0][0] == now:
-            _, j = heapq.heappop(ends)
-            busy -= nodes[j]
-            del running[j]
-            running_by_user[user[j]] -= 1
-            done[j] = True
-            if j in held:
-                released.append(held.pop(j))
-            full_pass = True
-        if t_cap == now:
-            cap_i += 1
-            capacity = cap_v[cap_i]
-            full_pass = True
-        arrived: list[int] = []
-        while nxt < n and submit[nxt] == now:
-            if after[nxt] >= 0 and not done[after[nxt]]:
-                held[after[nxt]] = nxt  # a dependency: eligible only once its predecessor ends
-            else:
-                arrived.append(nxt)
-            nxt += 1
-
-        if full_pass:
-            # Something freed up: the whole queue is reconsidered with a fresh reservation.
-            # Released dependants keep their submit-order place (their age counts).
-            state = [None, 0, 0]
-            queue = pending + arrived
-            if released:
-                queue = sorted(queue + released)
-            pending = try_jobs(queue, now, state)
-        elif arrived:
-            # Only arrivals: earlier pending jobs cannot have become startable (nothing
-            # freed, and time only shrinks their backfill window), so only the newcomers
-            # are tried, against the reservation already in force. Slurm likewise tries a
-            # job at submission.
-            pending.extend(try_jobs(arrived, now, state))
-        if not ends and nxt >= n and (pending or held):
-            raise RuntimeError("synthetic scheduler stalled with jobs that can never start")
-    return np.asarray(start, dtype=np.int64)
-
-
-# ---------------------------------------------------------------------------------------------
 # Output
 # ---------------------------------------------------------------------------------------------
 
 
-def _to_table(cluster: str, jobs: dict[str, np.ndarray], origin: pd.Timestamp, p: dict,
-              rng: np.random.Generator) -> pd.DataFrame:
+def _to_table(cluster: str, jobs: dict[str, np.ndarray], origin: pd.Timestamp,
+              first_job_id: int) -> pd.DataFrame:
     n = len(jobs["submit"])
     base = np.datetime64(origin.to_datetime64(), "s")
 
     def to_time(seconds: np.ndarray) -> np.ndarray:
         return base + seconds.astype("timedelta64[s]")
 
-    prio = p["priority"]
-    extra = rng.lognormal(np.log(float(prio["median_extra"])), float(prio["sigma"]), size=n)
     user_no = _users_by_first_appearance(jobs["user"])
-    job_ids = [str(int(p["first_job_id"]) + i) for i in range(n)]
+    job_ids = [str(first_job_id + i) for i in range(n)]
     df = pd.DataFrame({
         "cluster": cluster,
         "job_id": job_ids,
@@ -554,7 +466,7 @@ def _to_table(cluster: str, jobs: dict[str, np.ndarray], origin: pd.Timestamp, p
         "time_limit_min": jobs["limit_min"],
         "nodes": jobs["nodes"],
         "exit_code": "0:0",
-        "priority": int(prio["base"]) + np.round(extra).astype(np.int64),
+        "priority": jobs["priority"],
         "depends_on": [job_ids[a] if a >= 0 else None for a in jobs["after"]],
         "line": np.arange(1, n + 1),
     })

@@ -1,0 +1,99 @@
+"""Synthetic traces: the demand of :mod:`mirage.traces.synth` scheduled by this simulator.
+
+One scheduler serves the whole project: a synthetic trace's start times are the simulator's,
+run over the demand from an empty cluster (the generator's warm-up fills it before the trace's
+start) with the setting below, what a plain Slurm cluster of the generator's kind does:
+
+- priority by age only (first in, first out; no cap, so the order never changes);
+- EASY backfill after every event (``bf_interval`` 0): the first job that cannot start gets a
+  reservation from the running jobs' *limits*, later jobs start now only if they do not delay
+  it; ``bf_max_job_test`` is the calibration's ``backfill_depth``; the window (7 days) holds the
+  longest limit twice, so the reservation of any job is always found;
+- the calibration's per-user running-job limit (Slurm's QOS MaxJobsPerUser) and its capacity
+  schedule; dependency chains wait for their predecessor's end.
+
+Jobs held by a dependency or the per-user limit are skipped, not blocking: that is how long
+waits on ls6 arise without any shortage of nodes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mirage.traces.synth import Demand, draw_demand
+
+from .cluster import Backfill, ClusterDescription, Priority
+from .engine import INF
+from .jobs import NO_DEP, JobTable
+from .warmstart import warm_start
+
+#: the backfill window: twice the longest limit of the calibrations (48 h) plus a day
+WINDOW_MIN = 7 * 24 * 60
+
+
+def scheduler_for(demand: Demand) -> ClusterDescription:
+    """The simulator's setting that schedules ``demand`` (times in seconds since its origin)."""
+    src = "mirage.sim.synth: the synthetic generator's scheduler (FIFO + EASY, per-user limit)"
+    caps = demand.capacity
+    return ClusterDescription(
+        cluster=demand.cluster,
+        nodes=int(caps[0][1]),
+        capacity=tuple((int(t), int(c)) for t, c in caps),
+        priority=Priority(weight_age=1.0, max_age_s=1, weight_size=0.0, weight_trace=0.0,
+                          age_capped=False),
+        backfill=Backfill(mode="easy", interval_s=0, window_min=WINDOW_MIN, resolution_s=1,
+                          max_job_test=int(demand.backfill_depth)),
+        max_jobs_per_user=int(demand.user_running_limit),
+        max_nodes_per_user=None,
+        warm_start=False,
+        infer_dependencies=False,
+        whatif_background="simulate",
+        sources={"*": src},
+    )
+
+
+def demand_table(demand: Demand) -> JobTable:
+    """``demand`` as the simulator's job table (index = the demand's job index)."""
+    j = demand.jobs
+    n = len(demand)
+    submit = np.asarray(j["submit"], dtype=np.int64)
+    user = np.asarray(j["user"], dtype=np.int64)
+    return JobTable(
+        job_id=np.arange(n).astype(str).astype(object),
+        submit=submit,
+        # no recorded schedule: the simulator makes one (never read outside pinned mode)
+        start=submit.copy(),
+        end=submit + np.asarray(j["runtime"], dtype=np.int64),
+        limit=np.asarray(j["limit_min"], dtype=np.int64) * 60,
+        run=np.asarray(j["runtime"], dtype=np.int64),
+        nodes=np.asarray(j["nodes"], dtype=np.int64),
+        user=user,
+        tprio=np.zeros(n),
+        dep=np.where(np.asarray(j["after"]) >= 0, j["after"], NO_DEP).astype(np.int64),
+        users=tuple(str(u) for u in range(int(user.max()) + 1 if n else 0)),
+    )
+
+
+def schedule(demand: Demand) -> np.ndarray:
+    """The start of every job of ``demand`` (s since its origin), run to completion."""
+    table = demand_table(demand)
+    sim = warm_start(table, scheduler_for(demand), 0, warm=False, pinned=False, record=True)
+    sim.run_until(INF)
+    start = sim.trace_start
+    if (start < 0).any():
+        raise RuntimeError(f"synthetic schedule stalled: {int((start < 0).sum())} jobs never "
+                           "started (a job larger than the cluster, or a dependency loop)")
+    return start
+
+
+def synthesize(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
+               params: dict | None = None) -> pd.DataFrame:
+    """A synthetic canonical job table for ``cluster`` with submits in ``[start, start+days)``.
+
+    Also contains the jobs submitted during the warm-up before ``start`` that are still queued
+    or running at ``start``. Every job starts and ends (the schedule runs to completion), so
+    ends may lie after ``start + days``. Same arguments, same table.
+    """
+    demand = draw_demand(cluster, start, days, seed, params)
+    return demand.to_table(schedule(demand))
