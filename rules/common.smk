@@ -126,6 +126,32 @@ def cluster_cfg(wildcards):
     return config["clusters"][wildcards.cluster]
 
 
+def hand_written(cluster):
+    """Whether config/clusters/<cluster>.yaml describes ``cluster`` for the simulator."""
+    return (Path(workflow.basedir) / "config" / "clusters" / f"{cluster}.yaml").exists()
+
+
+def fitted(cluster):
+    """Whether the calibrated mode of ``cluster`` uses a description fitted from its trace
+    (rule calibrate_cluster) instead of config/clusters/<cluster>.yaml."""
+    choice = config["clusters"][cluster].get("description", "auto")
+    if choice == "auto":
+        return not hand_written(cluster)
+    return choice == "fitted"
+
+
+def description(wildcards):
+    """The fitted description a calibrated-mode job reads (an input), or nothing."""
+    calibrated = getattr(wildcards, "mode", "calibrated") == "calibrated"
+    if not (calibrated and fitted(wildcards.cluster)):
+        return []
+    return [f"{R}/{wildcards.cluster}/sim/fitted_cluster.yaml"]
+
+
+def cluster_file_flag(wildcards):
+    return " ".join(f"--cluster-file {p}" for p in description(wildcards))
+
+
 def raw_trace(wildcards):
     """The raw trace a cluster's config asks for: synthetic, the publisher's file, or a path."""
     cfg = config["clusters"][wildcards.cluster]

@@ -7,6 +7,7 @@ rule sample_shard:
     input:
         train=f"{R}/{{cluster}}/trace/train.parquet",
         validation=f"{R}/{{cluster}}/trace/validation.parquet",
+        description=description,
     output:
         shard=directory(f"{R}/{{cluster}}/{{mode}}/samples/shards/{{shard}}"),
     log:
@@ -20,9 +21,11 @@ rule sample_shard:
         every=config["samples"]["every_hours"],
         nodes=" ".join(map(str, config["samples"]["chain_nodes"])),
         shards=SHARDS,
+        cluster_file=cluster_file_flag,
         code=sim_code,
     shell:
         "python -m mirage samples shard --cluster {wildcards.cluster} --mode {wildcards.mode}"
+        " {params.cluster_file}"
         " --train {input.train} --validation {input.validation}"
         " --train-window {params.windows[train][start]} {params.windows[train][end]}"
         " --validation-window {params.windows[validation][start]}"

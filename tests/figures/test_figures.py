@@ -180,7 +180,7 @@ def test_training_without_histories_writes_nothing(stages, capsys, tmp_path):
 @pytest.fixture(scope="module")
 def trace(tmp_path_factory):
     d = tmp_path_factory.mktemp("trace")
-    assert main(["trace", "synth", "ls6", "--seed", "1", "--days", "4", "--start", "2023-01-01",
+    assert main(["sim", "synth", "ls6", "--seed", "1", "--days", "4", "--start", "2023-01-01",
                  "--out", str(d / "clean.parquet")]) == 0
     return d / "clean.parquet"
 

@@ -188,3 +188,38 @@ def test_snakemake_report_holds_every_figure_and_table(tiny_run, tmp_path):
     for category in ("Claims", "Policies", "Traces", "Simulator fidelity", "Training",
                      "Notebooks", "Tables", "Configuration"):
         assert category in text, category
+
+
+def test_a_cluster_without_a_hand_written_description_is_calibrated_first(tmp_path):
+    # 'auto' (the default) fits a description for a cluster config/clusters does not know, and
+    # the calibrated mode's samples and the fidelity read it; the compat mode's do not
+    cfg = yaml.safe_load(TINY.read_text())
+    cfg["samples"]["sim_modes"] = ["calibrated", "compat"]
+    cfg["clusters"]["ls6"]["description"] = "fitted"
+    path = tmp_path / "fitted.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    work = tmp_path / "w"
+    dry = snakemake("-n", "-p", "-s", str(REPO / "Snakefile"), "-d", str(work),
+                    "--configfile", str(path))
+    assert dry.returncode == 0, dry.stdout[-2000:] + dry.stderr[-2000:]
+    fitted = "results/fitted/ls6/sim/fitted_cluster.yaml"
+    shards = [line for line in dry.stdout.splitlines() if "mirage samples shard" in line]
+    assert shards and all((f"--cluster-file {fitted}" in s) == ("--mode calibrated" in s) for s in shards)
+    assert any("mirage sim fidelity" in line and f"--cluster-file {fitted}" in line
+               for line in dry.stdout.splitlines())
+    # the rule itself, for real, on the tiny trace: a description every simulator reads
+    res = snakemake("-s", str(REPO / "Snakefile"), "-d", str(work), "--cores", "2",
+                    "--configfile", str(path), "--until", "calibrate_cluster")
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-3000:]
+    from mirage.sim import load_cluster
+
+    d = load_cluster("ls6", work / fitted)
+    assert d.max_jobs_per_user is not None and "fitted on" in d.sources["backfill.mode"]
+    report = json.loads((work / "results/fitted/ls6/sim/calibration.json").read_text())
+    assert set(report["validation"]["predictors"]) == {"fitted", "hand", "compat", "zero_wait"}
+    # a hand-written description ('file', or 'auto' where one exists) keeps the DAG as it was
+    cfg["clusters"]["ls6"]["description"] = "auto"
+    path.write_text(yaml.safe_dump(cfg))
+    dry = snakemake("-n", "-p", "-s", str(REPO / "Snakefile"), "-d", str(tmp_path / "w2"),
+                    "--configfile", str(path))
+    assert dry.returncode == 0 and "calibrate_cluster" not in dry.stdout

@@ -18,7 +18,8 @@ def _shard(args) -> None:
         chain_nodes=tuple(args.chain_nodes),
     )
     traces = {"train": pd.read_parquet(args.train), "validation": pd.read_parquet(args.validation)}
-    data = run_shard(plan, traces, shard=args.shard, shards=args.shards, mode=args.mode)
+    data = run_shard(plan, traces, shard=args.shard, shards=args.shards, mode=args.mode,
+                     cluster_file=args.cluster_file)
     data.save(args.out)
     print(f"{args.cluster} {args.mode} shard {args.shard}/{args.shards}: {len(data)} samples, "
           f"{len(data.points)} decision points -> {args.out}")
@@ -51,6 +52,8 @@ def register(sub) -> None:
     p.add_argument("--every-hours", type=float, required=True)
     p.add_argument("--chain-nodes", type=int, nargs="+", required=True)
     p.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
+    p.add_argument("--cluster-file", help="the calibrated mode's cluster description (default: "
+                   "config/clusters/<cluster>.yaml), e.g. one fitted by mirage sim calibrate")
     p.add_argument("--shard", type=int, required=True)
     p.add_argument("--shards", type=int, required=True)
     p.add_argument("--out", required=True, help="directory for the shard's SampleSet")

@@ -38,18 +38,19 @@ class Plan:
         return out
 
 
-def cluster_for(cluster: str, mode: str):
-    """The simulator's cluster description of a mode: ``calibrated`` (the cluster's) or ``compat`` (the
+def cluster_for(cluster: str, mode: str, cluster_file=None):
+    """The simulator's cluster description of a mode: ``calibrated`` (config/clusters/<cluster>.yaml,
+    or ``cluster_file``: e.g. one fitted by ``mirage sim calibrate``) or ``compat`` (the
     reference's setup: 88 nodes, cold start, age+size priority)."""
     if mode == "compat":
         return compat_cluster(cluster)
-    return load_cluster(cluster)
+    return load_cluster(cluster, cluster_file)
 
 
 def run_shard(plan: Plan, traces: dict[str, pd.DataFrame], *, shard: int, shards: int, mode: str,
-              progress: bool = True) -> SampleSet:
+              progress: bool = True, cluster_file=None) -> SampleSet:
     specs = plan.specs()[shard::shards]
-    cluster = cluster_for(plan.cluster, mode)
+    cluster = cluster_for(plan.cluster, mode, cluster_file)
     tables = {split: JobTable.from_frame(df) for split, df in traces.items()}
     results = []
     for spec in tqdm(specs, desc=f"{plan.cluster} {mode} shard {shard}/{shards}", disable=not progress,

@@ -1,4 +1,4 @@
-"""Command line of the simulator: ``mirage sim fidelity|replay|whatif|synth`` and ``mirage bench sim``.
+"""Command line of the simulator: ``mirage sim fidelity|replay|whatif|synth|calibrate`` and ``mirage bench sim``.
 
 ``register(subparsers)`` and ``register_bench(bench_subparsers)`` are wired into
 ``mirage.cli``; each command stores its handler in ``func``.
@@ -165,6 +165,34 @@ def _synth(args) -> None:
     print(f"synthetic {args.cluster}: {len(jobs)} jobs over {args.days} days (seed {args.seed}) -> {out}")
 
 
+def _calibrate(args) -> None:
+    from .calibrate import calibrate, validation_report, write_description
+    from .io import load_table
+
+    table = load_table(args.trace, args.cluster)
+    fitted, report = calibrate(table, args.cluster, *args.train_window, loo_jobs=args.loo_jobs,
+                               seed=args.seed)
+    write_description(fitted, args.out, header=(
+        f"{args.cluster}: fitted by `mirage sim calibrate` from {args.trace}, training window "
+        f"{args.train_window[0]} .. {args.train_window[1]} ({report['seconds']} s). Every value: "
+        "{value, source}. Read by mirage.sim.cluster.load_cluster (--cluster-file)."))
+    if args.validation_window:
+        hand = None
+        if args.compare_hand:
+            from .cluster import load_cluster
+
+            hand = load_cluster(args.cluster, args.cluster_file)
+        report["validation"] = validation_report(table, fitted, *args.validation_window, hand=hand)
+        print(f"validation {args.validation_window[0]} .. {args.validation_window[1]} "
+              f"({report['validation']['period']['long_jobs']} jobs >= 24 h):")
+        for name, vals in report["validation"]["predictors"].items():
+            print(f"  {name:10s} " + "  ".join(f"{k}={_fmt(v)}" for k, v in vals.items()))
+    if args.report:
+        Path(args.report).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.report).write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(f"description -> {args.out}" + (f"; report -> {args.report}" if args.report else ""))
+
+
 def register(subparsers) -> None:
     """Add ``mirage sim ...`` to the main parser's subparsers."""
     sim = subparsers.add_parser("sim", help="the event-driven Slurm simulator")
@@ -197,6 +225,23 @@ def register(subparsers) -> None:
     w.add_argument("--limit-min", type=int, default=2880)
     w.add_argument("--user", help="user name from the trace (default: a service user of its own)")
     w.set_defaults(func=_whatif)
+
+    k = sub.add_parser("calibrate", help="fit a cluster description from a trace's training window")
+    k.add_argument("trace", help="raw trace (any supported format) or clean .parquet table")
+    k.add_argument("--cluster", required=True, help="cluster name written into the description")
+    k.add_argument("--train-window", nargs=2, metavar=("START", "END"), required=True,
+                   help="only jobs submitted before END are read; leave-one-out jobs from [START, END)")
+    k.add_argument("--out", required=True, help="the fitted description (.yaml)")
+    k.add_argument("--validation-window", nargs=2, metavar=("START", "END"),
+                   help="also measure the fitted description there beside compat and zero-wait")
+    k.add_argument("--compare-hand", action="store_true",
+                   help="and beside the hand-written description (config/clusters/<cluster>.yaml "
+                        "or --cluster-file)")
+    k.add_argument("--cluster-file", help="the hand-written description to compare with")
+    k.add_argument("--report", help="JSON: every candidate's training error, the validation figures")
+    k.add_argument("--loo-jobs", type=int, default=200, help="leave-one-out jobs per candidate")
+    k.add_argument("--seed", type=int, default=0, help="seed of the leave-one-out sample")
+    k.set_defaults(func=_calibrate)
 
     y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
                                      "this simulator (FIFO + EASY, per-user limit)")

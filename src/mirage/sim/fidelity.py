@@ -71,8 +71,11 @@ def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarr
         sim = Simulator(static, state, pinned=pinned)
         # a job recorded as eligible only later (held, --begin) enters the queue then
         entry = t0 if table.eligible is None else int(table.eligible[i])
+        # a recorded dependency was part of the submission (sbatch --dependency); an inferred one
+        # (get_static's copy of the table) is read off this job's own start and is not passed
         jid = sim.insert_job(entry, int(table.nodes[i]), int(table.limit[i]), run_s=int(table.run[i]),
-                             user=int(table.user[i]), priority=float(table.tprio[i]))
+                             user=int(table.user[i]), priority=float(table.tprio[i]),
+                             depends_on=int(table.dep[i]))
         if sim.run_until(t0 + max_wait_s, stop_jid=jid):
             out[k] = sim.starts[jid]
     return out

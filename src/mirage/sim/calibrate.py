@@ -1,0 +1,345 @@
+"""A cluster description fitted from a trace's training window (``mirage sim calibrate``).
+
+Some values are read off the trace directly: the capacity schedule (concurrent busy nodes), the
+per-user running-job and node limits (the most any user ever had running at once), the backfill
+window (the longest limit). The others have no direct trace evidence (priority weights, backfill
+mode and resolution, whether dependencies, holds or idle waiters are inferred, what-if background)
+and are chosen among candidate values by the leave-one-out error on the training window: each
+sampled job is removed and re-submitted at its submit time into a simulation warm-started from
+the trace, and the candidate whose predicted starts are closest to the recorded ones (mean
+absolute error) wins. One value at a time, from Slurm's defaults, in two rounds (coordinate
+descent); every value written says where it came from.
+
+Only the training window is read: jobs submitted from its end on are not in the table the
+calibration simulates, so the validation window stays unseen (``mirage sim fidelity`` on it,
+or :func:`validation_report`, measures the fitted description honestly).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from mirage.errors import MirageError
+
+from .cluster import Backfill, ClusterDescription, Priority, compat_cluster
+from .fidelity import LONG_LIMIT_S, Period, evaluate_period, loo_metrics, loo_predictions
+from .inference import busy_nodes, infer_capacity, infer_user_max_jobs
+from .jobs import JobTable, to_seconds, to_timestamp
+
+#: leave-one-out jobs sampled from the training window per candidate (seeded)
+LOO_JOBS = 200
+#: at least this many long (>= 24 h limit) jobs, or every job is a candidate for the sample
+MIN_LONG_JOBS = 50
+
+
+class CalibrationError(MirageError):
+    """The trace cannot be calibrated (no jobs in the training window, a bad window)."""
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One value chosen by leave-one-out: its name, the candidates and how each is applied."""
+
+    name: str
+    candidates: tuple
+    apply: object  # (ClusterDescription, value) -> ClusterDescription
+
+
+def _with_priority(d: ClusterDescription, **kw) -> ClusterDescription:
+    return replace(d, priority=replace(d.priority, **kw))
+
+
+def _with_backfill(d: ClusterDescription, **kw) -> ClusterDescription:
+    return replace(d, backfill=replace(d.backfill, **kw))
+
+
+def user_max_nodes(table: JobTable) -> int:
+    """The most nodes any user ever had running at once."""
+    best = 0
+    order = np.lexsort((table.start, table.user))
+    bounds = np.flatnonzero(np.diff(table.user[order])) + 1
+    for chunk in np.split(order, bounds):
+        if len(chunk):
+            t = np.concatenate([table.start[chunk], table.end[chunk]])
+            d = np.concatenate([table.nodes[chunk], -table.nodes[chunk]])
+            o = np.lexsort((d, t))
+            best = max(best, int(np.cumsum(d[o]).max()))
+    return best
+
+
+def training_table(table: JobTable, start: int, end: int) -> JobTable:
+    """The jobs submitted before ``end`` (the training window and what preceded it): nothing
+    after the window is seen. Jobs submitted before ``start`` stay (they fill the cluster)."""
+    keep = np.flatnonzero(table.submit < end)
+    if not np.any((table.submit[keep] >= start)):
+        raise CalibrationError(
+            f"no job submitted in the training window {to_timestamp(start)} .. {to_timestamp(end)}. "
+            "Fix: pass a --train-window inside the trace")
+    remap = np.full(len(table), -1, dtype=np.int64)
+    remap[keep] = np.arange(len(keep))
+    dep = table.dep[keep]
+    dep = np.where(dep >= 0, remap[np.maximum(dep, 0)], -1)
+    fields = {k: v[keep] if isinstance(v, np.ndarray) and len(v) == len(table) else v
+              for k, v in table.__dict__.items()}
+    fields["dep"] = dep
+    return JobTable(**fields)
+
+
+def capacity_candidates(table: JobTable, until: int) -> dict[str, tuple]:
+    """Capacity schedules read off the trace: weekly peaks of busy nodes (follows drains), their
+    running maximum (never lower), and the overall peak from the first start. Only changes
+    before ``until`` (the training window's end) count: after it the jobs of the window drain
+    and nothing new arrives, which says nothing about the capacity; the last value holds on."""
+    weekly = tuple(c for c in infer_capacity(table) if c[0] < until)
+    growing = tuple(c for c in infer_capacity(table, monotone=True) if c[0] < until)
+    _, busy = busy_nodes(table)
+    peak = int(busy.max()) if len(busy) else 1
+    constant = ((int(table.submit.min()) - 1, 0), (int(table.start.min()), peak))
+    return {"weekly peak": weekly, "running maximum": growing, "constant peak": constant}
+
+
+def knobs(table: JobTable, until: int) -> list[Knob]:
+    """The values chosen by leave-one-out, in the order they are tried."""
+    caps = capacity_candidates(table, until)
+    max_jobs = max(infer_user_max_jobs(table).values(), default=1)
+    max_nodes = user_max_nodes(table)
+    has_priority = float(np.std(table.tprio)) > 0
+    out = [
+        Knob("capacity", tuple(caps), lambda d, v: replace(d, capacity=caps[v])),
+        Knob("user_limits.max_running_jobs", (max_jobs, None),
+             lambda d, v: replace(d, max_jobs_per_user=v)),
+        Knob("user_limits.max_nodes", (None, max_nodes),
+             lambda d, v: replace(d, max_nodes_per_user=v)),
+        Knob("model.infer_dependencies", (False, True),
+             lambda d, v: replace(d, infer_dependencies=v)),
+        Knob("backfill.mode", ("conservative", "easy"), lambda d, v: _with_backfill(d, mode=v)),
+        Knob("backfill.bf_resolution", (60, 600), lambda d, v: _with_backfill(d, resolution_s=v)),
+        Knob("priority.weight_age", (1000.0, 300.0, 7000.0),
+             lambda d, v: _with_priority(d, weight_age=v)),
+        Knob("priority.weight_size", (0.0, 100.0), lambda d, v: _with_priority(d, weight_size=v)),
+        Knob("priority.age_capped", (True, False), lambda d, v: _with_priority(d, age_capped=v)),
+    ]
+    if has_priority:
+        out.append(Knob("priority.weight_trace", (0.0, 1.0),
+                        lambda d, v: _with_priority(d, weight_trace=v)))
+    out += [
+        Knob("model.pin_idle_waiters", (False, True), lambda d, v: replace(d, pin_idle_waiters=v)),
+        Knob("model.infer_holds", (False, True), lambda d, v: replace(d, infer_holds=v)),
+        Knob("model.whatif_background", ("simulate", "pinned"),
+             lambda d, v: replace(d, whatif_background=v)),
+    ]
+    return out
+
+
+def starting_point(cluster: str, table: JobTable, until: int) -> ClusterDescription:
+    """Slurm's defaults where the trace says nothing (the knobs' first candidates go on top)."""
+    longest = int(table.limit.max()) if len(table) else 2880 * 60
+    return ClusterDescription(
+        cluster=cluster,
+        nodes=max(1, max(c for _, c in capacity_candidates(table, until)["constant peak"])),
+        priority=Priority(weight_age=1000.0, max_age_s=7 * 86400, weight_size=0.0,
+                          weight_trace=0.0, age_capped=True),
+        backfill=Backfill(mode="conservative", interval_s=30,
+                          window_min=max(1440, -(-longest // 60)), resolution_s=60,
+                          max_job_test=1000, continue_=True),
+        warm_start=True,
+    )
+
+
+def loo_sample(table: JobTable, start: int, end: int, n: int, seed: int) -> np.ndarray:
+    """Seeded leave-one-out jobs of the window: long ones (>= 24 h limit) where there are enough,
+    otherwise any job that waited or not."""
+    in_w = (table.submit >= start) & (table.submit < end)
+    long_ = np.flatnonzero(in_w & (table.limit >= LONG_LIMIT_S))
+    pool = long_ if len(long_) >= MIN_LONG_JOBS else np.flatnonzero(in_w)
+    if len(pool) <= n:
+        return pool
+    rng = np.random.default_rng(seed)
+    return np.sort(rng.choice(pool, size=n, replace=False))
+
+
+def loo_error(table: JobTable, d: ClusterDescription, jobs: np.ndarray) -> dict:
+    pred = loo_predictions(table, d, jobs)
+    return loo_metrics(pred, table.start[jobs], table.submit[jobs])
+
+
+def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs: int = LOO_JOBS,
+              seed: int = 0, rounds: int = 2, echo=print) -> tuple[ClusterDescription, dict]:
+    """The fitted description of ``cluster`` and a report of every candidate's error."""
+    t0, t1 = to_seconds(train_start), to_seconds(train_end)
+    if t1 <= t0:
+        raise CalibrationError(f"training window ends ({train_end}) before it starts "
+                               f"({train_start}). Fix: --train-window START END with START < END")
+    clock = time.perf_counter()
+    tab = training_table(table, t0, t1)
+    jobs = loo_sample(tab, t0, t1, loo_jobs, seed)
+    window = f"{to_timestamp(t0).date()}..{to_timestamp(t1).date()}"
+    ks = knobs(tab, t1)
+    best = starting_point(cluster, tab, t1)
+    for k in ks:
+        best = k.apply(best, k.candidates[0])
+    chosen = {k.name: k.candidates[0] for k in ks}
+    best_err = loo_error(tab, best, jobs)
+    trials: list[dict] = [{"round": 0, "knob": "start", "value": "Slurm defaults",
+                           **_short(best_err)}]
+    echo(f"calibrate {cluster} on {window}: {len(jobs)} leave-one-out jobs; start MAE "
+         f"{best_err['loo_mae_h']:.3f} h")
+    evidence: dict[str, str] = {}
+    for rnd in range(1, rounds + 1):
+        changed = False
+        for k in ks:
+            scores = {}
+            for v in k.candidates:
+                if v == chosen[k.name]:
+                    scores[v] = best_err
+                    continue
+                cand = k.apply(best, v)
+                err = loo_error(tab, cand, jobs)
+                trials.append({"round": rnd, "knob": k.name, "value": _str(v), **_short(err)})
+                scores[v] = err
+                if _better(err, best_err):
+                    best, best_err, chosen[k.name], changed = cand, err, v, True
+            evidence[k.name] = (
+                f"fitted on {window} by leave-one-out MAE over {len(jobs)} jobs: "
+                + ", ".join(f"{_str(v)} {s['loo_mae_h']:.3f} h" for v, s in scores.items())
+                + f"; chosen {_str(chosen[k.name])}")
+            echo(f"  round {rnd} {k.name:30s} -> {_str(chosen[k.name]):16s} MAE "
+                 f"{best_err['loo_mae_h']:.3f} h")
+        if not changed:
+            break
+    caps = capacity_candidates(tab, t1)
+    best = replace(best, nodes=max(1, max(c for _, c in best.capacity)) if best.capacity else best.nodes)
+    sources = _sources(best, chosen, evidence, window, tab, caps)
+    best = replace(best, sources=sources)
+    report = {
+        "cluster": cluster, "train_window": [str(to_timestamp(t0)), str(to_timestamp(t1))],
+        "loo_jobs": int(len(jobs)), "seed": seed, "seconds": round(time.perf_counter() - clock, 1),
+        "chosen": {k: _str(v) for k, v in chosen.items()}, "train_loo": _short(best_err),
+        "trials": trials,
+    }
+    echo(f"fitted in {report['seconds']} s; training leave-one-out MAE {best_err['loo_mae_h']:.3f} h, "
+         f"median {best_err['loo_median_h']:.3f} h")
+    return best, report
+
+
+def _better(a: dict, b: dict) -> bool:
+    """Lower mean absolute error, by more than rounding noise; the median breaks a tie."""
+    if a["loo_mae_h"] < b["loo_mae_h"] - 1e-6:
+        return True
+    return abs(a["loo_mae_h"] - b["loo_mae_h"]) <= 1e-6 and a["loo_median_h"] < b["loo_median_h"] - 1e-6
+
+
+def _short(err: dict) -> dict:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in err.items()}
+
+
+def _str(v) -> str:
+    return "null" if v is None else str(v)
+
+
+def _sources(d: ClusterDescription, chosen: dict, evidence: dict, window: str, tab: JobTable,
+             caps: dict) -> dict:
+    read = f"read off the trace's training window {window}"
+    src = {
+        "nodes": f"{read}: the most nodes busy at once under the chosen capacity schedule",
+        "priority.max_age_days": "Slurm default PriorityMaxAge=7-0",
+        "backfill.bf_interval": "Slurm default bf_interval=30",
+        "backfill.bf_window": f"{read}: the longest limit ({int(tab.limit.max()) // 60} min), "
+                              "so every job can get a reservation",
+        "backfill.bf_max_job_test": "1000 (Slurm's default is 500; the pass stops early anyway)",
+        "backfill.bf_continue": "no effect here: passes are instantaneous",
+        "model.warm_start": "every window starts from the trace's running and pending jobs",
+    }
+    if "priority.weight_trace" not in evidence:
+        src["priority.weight_trace"] = f"{read}: the trace records no priority, so 0"
+    src.update(evidence)
+    src["capacity_schedule"] = evidence.get("capacity", read) + " (schedules " + ", ".join(
+        f"{name}: {len(s)} steps" for name, s in caps.items()) + ")"
+    src.pop("capacity", None)
+    if chosen.get("user_limits.max_running_jobs") is not None:
+        src["user_limits.max_running_jobs"] += (
+            f" (the candidate is the most jobs any user had running at once, {read})")
+    if chosen.get("user_limits.max_nodes") is not None:
+        src["user_limits.max_nodes"] += (
+            f" (the candidate is the most nodes any user had running at once, {read})")
+    return src
+
+
+def write_description(d: ClusterDescription, path: str | Path, header: str = "") -> Path:
+    """``d`` as a cluster description YAML (every leaf ``{value, source}``), readable by
+    :func:`mirage.sim.cluster.load_cluster`."""
+    import yaml
+
+    s = d.sources
+
+    def leaf(key, value):
+        return {"value": value, "source": s.get(key, "fitted (mirage sim calibrate)")}
+
+    doc = {
+        "cluster": d.cluster,
+        "nodes": leaf("nodes", int(d.nodes)),
+        "capacity_schedule": leaf("capacity_schedule",
+                                  [[to_timestamp(t).isoformat(), int(n)] for t, n in d.capacity]),
+        "priority": {
+            "weight_age": leaf("priority.weight_age", float(d.priority.weight_age)),
+            "max_age_days": leaf("priority.max_age_days", d.priority.max_age_s / 86400),
+            "weight_size": leaf("priority.weight_size", float(d.priority.weight_size)),
+            "weight_trace": leaf("priority.weight_trace", float(d.priority.weight_trace)),
+            "age_capped": leaf("priority.age_capped", bool(d.priority.age_capped)),
+        },
+        "backfill": {
+            "mode": leaf("backfill.mode", d.backfill.mode),
+            "bf_interval": leaf("backfill.bf_interval", int(d.backfill.interval_s)),
+            "bf_window": leaf("backfill.bf_window", int(d.backfill.window_min)),
+            "bf_resolution": leaf("backfill.bf_resolution", int(d.backfill.resolution_s)),
+            "bf_max_job_test": leaf("backfill.bf_max_job_test", int(d.backfill.max_job_test)),
+            "bf_continue": leaf("backfill.bf_continue", bool(d.backfill.continue_)),
+        },
+        "user_limits": {
+            "max_running_jobs": leaf("user_limits.max_running_jobs", d.max_jobs_per_user),
+            "max_nodes": leaf("user_limits.max_nodes", d.max_nodes_per_user),
+        },
+        "model": {
+            "warm_start": leaf("model.warm_start", bool(d.warm_start)),
+            "infer_dependencies": leaf("model.infer_dependencies", bool(d.infer_dependencies)),
+            "infer_holds": leaf("model.infer_holds", bool(d.infer_holds)),
+            "pin_idle_waiters": leaf("model.pin_idle_waiters", bool(d.pin_idle_waiters)),
+            "whatif_background": leaf("model.whatif_background", d.whatif_background),
+        },
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = yaml.safe_dump(doc, sort_keys=False, width=100)
+    path.write_text((f"# {header}\n" if header else "") + text)
+    return path
+
+
+def validation_report(table: JobTable, fitted: ClusterDescription, start, end,
+                      hand: ClusterDescription | None = None) -> dict:
+    """Fidelity on the validation window: the fitted description beside the hand-written one
+    (when given), the compatibility mode and zero-wait (the figures of ``mirage sim fidelity``)."""
+    per = Period("validation", to_seconds(start), to_seconds(end))
+    res = evaluate_period(table, fitted, per, compat=compat_cluster(fitted.cluster))
+    out = {"period": res["period"]}
+    metrics = ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape")
+    rows = {"fitted": {m: res[m]["sim"] for m in metrics},
+            "compat": {m: res[m]["compat"] for m in metrics},
+            "zero_wait": {m: res[m]["zero_wait"] for m in metrics}}
+    if hand is not None:
+        h = evaluate_period(table, hand, per, baselines=False)
+        rows["hand"] = {m: h[m]["sim"] for m in metrics}
+    out["predictors"] = rows
+    f, c, z = rows["fitted"], rows["compat"], rows["zero_wait"]
+    out["fitted_beats_zero_wait_and_compat"] = {
+        m: _beats(f[m], (c[m], z[m])) for m in ("loo_mae_h", "loo_median_h", "replay_mape")}
+    return out
+
+
+def _beats(v, others) -> bool | None:
+    if v is None:
+        return None
+    return all(o is None or v < o for o in others)
