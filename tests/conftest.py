@@ -41,3 +41,47 @@ def tiny_run(tmp_path_factory):
             run_tiny(work)
             done.touch()
     return work
+
+
+# ------------------------------------------------------------------ the simulator's tests
+@pytest.fixture(scope="session")
+def real_table():
+    """The real ls6 trace as the simulator's job table (skips where it is absent)."""
+    if not LS6.is_file():
+        pytest.skip(f"real trace not available at {LS6}")
+    from mirage.sim.io import load_table
+
+    return load_table(LS6, "ls6")
+
+
+# ------------------------------------------------------------------ the policies' tests
+@pytest.fixture(scope="session")
+def synth():
+    """The synthetic sample set with a known signal every learned policy is tested on."""
+    from mirage.policies.synthetic import make_synthetic
+
+    return make_synthetic(n_train=40, n_val=20, seed=0).validate()
+
+
+@pytest.fixture(scope="session")
+def train(synth):
+    return synth.split("train")
+
+
+@pytest.fixture(scope="session")
+def validation(synth):
+    return synth.split("validation")
+
+
+@pytest.fixture(scope="session")
+def fitted(train):
+    """Every registered policy fitted on ``train`` at the tests' small budgets."""
+    from mirage.policies import make_policy
+    from policy_budgets import FAST, LEARNED
+
+    pols = {}
+    for name in ["reactive", "average", "plan_lead", "oracle"] + LEARNED:
+        pols[name] = make_policy(name, **FAST.get(name, {})).fit(train, seed=0)
+    pols["rf_history"] = make_policy("rf", features="history", points_per_sample=7,
+                                     model_params={"n_estimators": 30}).fit(train, seed=0)
+    return pols

@@ -31,12 +31,12 @@ def other_cluster() -> JobTable:
 
 
 @pytest.fixture(scope="module")
-def fitted(other_cluster):
+def fit_other(other_cluster):
     return calibrate(other_cluster, "other", *TRAIN, loo_jobs=150, seed=0, echo=lambda *_: None)
 
 
-def test_the_fit_recovers_what_the_trace_shows(fitted):
-    d, report = fitted
+def test_the_fit_recovers_what_the_trace_shows(fit_other):
+    d, report = fit_other
     assert d.max_jobs_per_user == 3
     assert d.nodes == 40 and max(c for _, c in d.capacity) == 40
     assert d.backfill.mode == "easy"
@@ -47,8 +47,8 @@ def test_the_fit_recovers_what_the_trace_shows(fitted):
 
 
 def test_the_fitted_description_beats_zero_wait_and_compat_on_the_validation_window(
-        other_cluster, fitted):
-    d, _ = fitted
+        other_cluster, fit_other):
+    d, _ = fit_other
     v = validation_report(other_cluster, d, *VALIDATION)
     p = v["predictors"]
     assert v["period"]["long_jobs"] > 100
@@ -57,7 +57,7 @@ def test_the_fitted_description_beats_zero_wait_and_compat_on_the_validation_win
     assert p["fitted"]["loo_median_h"] <= min(p["compat"]["loo_median_h"], p["zero_wait"]["loo_median_h"])
 
 
-def test_nothing_after_the_training_window_is_read(other_cluster, fitted):
+def test_nothing_after_the_training_window_is_read(other_cluster, fit_other):
     # plant a different future: every job submitted after the window twice as long and on
     # more nodes; the fit must not change
     t1 = to_seconds(TRAIN[1])
@@ -69,11 +69,11 @@ def test_nothing_after_the_training_window_is_read(other_cluster, fitted):
     changed = JobTable(**fields)
     assert len(training_table(changed, to_seconds(TRAIN[0]), t1)) == int((~after).sum())
     again, _ = calibrate(changed, "other", *TRAIN, loo_jobs=150, seed=0, echo=lambda *_: None)
-    assert again == fitted[0]
+    assert again == fit_other[0]
 
 
-def test_the_written_description_loads_back_the_same(fitted, tmp_path):
-    d, _ = fitted
+def test_the_written_description_loads_back_the_same(fit_other, tmp_path):
+    d, _ = fit_other
     path = write_description(d, tmp_path / "other.yaml", header="test")
     back = load_cluster("other", path)
     assert dataclasses.replace(back, sources={}) == dataclasses.replace(d, sources={})

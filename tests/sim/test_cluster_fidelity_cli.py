@@ -12,7 +12,7 @@ from mirage.sim.fidelity import (Period, default_periods, evaluate_period, loo_m
                                  replay_metrics)
 from mirage.sim.inference import infer_capacity, infer_dependencies, infer_user_max_jobs
 
-from .conftest import T0, make_cluster, make_table
+from .scenarios import T0, make_cluster, make_table
 
 
 @pytest.mark.parametrize("cluster", ["ls6", "frontera", "longhorn"])

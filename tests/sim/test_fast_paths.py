@@ -14,7 +14,7 @@ from mirage.sim import SERVICE_USER, JobTable, load_cluster, to_seconds, warm_st
 from mirage.sim import follow
 from mirage.sim.whatif import clear_reuse, what_if
 
-from .conftest import T0, make_cluster, make_table
+from .scenarios import T0, make_cluster, make_table
 from .reference_engine import reference_replay, reference_what_if
 from .test_warmstart_whatif import _random_jobs
 

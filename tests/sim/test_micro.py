@@ -9,7 +9,7 @@ import pytest
 from mirage.sim import replay, to_seconds
 from mirage.sim.jobs import SimInputError
 
-from .conftest import T0, make_cluster, make_table, minutes
+from .scenarios import T0, make_cluster, make_table, minutes
 
 
 def starts(jobs, profile, t0=None):

@@ -6,7 +6,7 @@ from mirage.sim import warm_start
 from mirage.sim.plan import planned_start
 from mirage.sim.whatif import what_if
 
-from .conftest import make_cluster, make_table, minutes
+from .scenarios import make_cluster, make_table, minutes
 
 
 def _sim_at(jobs, at_min, **profile):

@@ -8,7 +8,7 @@ import pytest
 from mirage.sim import INF, compat_cluster, replay, to_seconds, warm_start
 from mirage.sim.whatif import sweep_successor, what_if
 
-from .conftest import T0, make_cluster, make_table, minutes
+from .scenarios import T0, make_cluster, make_table, minutes
 
 
 def _random_jobs(n=300, seed=1, span_min=3000, users=12):

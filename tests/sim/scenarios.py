@@ -1,16 +1,14 @@
-"""Helpers for the simulator tests: hand-built job tables and tiny cluster descriptions."""
+"""Scenarios for the simulator tests: hand-built job tables and tiny cluster descriptions
+(a plain module; the fixtures are in tests/conftest.py)."""
 
 from __future__ import annotations
 
 
 import pandas as pd
-import pytest
 
 from mirage.sim import Backfill, ClusterDescription, JobTable, Priority
-from paths import LS6
 
 T0 = pd.Timestamp("2023-01-01T00:00:00")
-REAL_TRACE = LS6
 
 
 def make_table(jobs: list[dict]) -> JobTable:
@@ -58,12 +56,3 @@ def make_cluster(nodes: int = 4, *, mode: str = "conservative", interval_s: int 
 def minutes(t: int) -> float:
     """Epoch seconds -> minutes after T0."""
     return (t - int(T0.value // 10**9)) / 60
-
-
-@pytest.fixture(scope="session")
-def real_table():
-    if not REAL_TRACE.is_file():
-        pytest.skip("real trace ../shared/traces/ls6-a100.log is absent")
-    from mirage.sim.io import load_table
-
-    return load_table(REAL_TRACE, "ls6")
