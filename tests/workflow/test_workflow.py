@@ -180,8 +180,12 @@ def test_snakemake_report_holds_every_figure_and_table(tiny_run, tmp_path):
     for name in ("evaluation.csv", "fits.csv", "claims.md", "report.md", "config.yaml",
                  "traces.html", "models.html", "provisioning.html"):
         assert name in text, name
-    # every caption is rendered (their opening words), and the categories exist
+    # every caption is rendered (their opening words), and the categories exist; the
+    # calibration's only where a cluster's description is fitted, which the tiny config's is not
+    # (its rule runs in test_a_cluster_without_a_hand_written_description_is_calibrated_first)
     for caption in sorted((REPO / "report").glob("*.rst")):
+        if caption.name == "calibration.rst":
+            continue
         plain = re.sub(r"\{\{.*?\}\}", " ", caption.read_text())  # the templated parts
         words = [w for w in re.split(r"[^A-Za-z]+", plain) if len(w) > 3][:4]
         assert re.search(r"[\s\S]{1,80}?".join(words), text), caption.name
