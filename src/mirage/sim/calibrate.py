@@ -18,7 +18,7 @@ or :func:`validation_report`, measures the fitted description honestly).
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +26,9 @@ import numpy as np
 from mirage.errors import MirageError
 
 from .cluster import Backfill, ClusterDescription, Priority, compat_cluster
-from .fidelity import LONG_LIMIT_S, Period, evaluate_period, loo_metrics, loo_predictions
-from .inference import busy_nodes, infer_capacity, infer_user_max_jobs
+from .fidelity import (LONG_LIMIT_S, METRICS, Period, evaluate_period, loo_metrics,
+                       loo_predictions)
+from .inference import busy_nodes, infer_capacity, infer_user_max_jobs, infer_user_max_nodes
 from .jobs import JobTable, to_seconds, to_timestamp
 
 #: leave-one-out jobs sampled from the training window per candidate (seeded)
@@ -47,28 +48,6 @@ class Knob:
     name: str
     candidates: tuple
     apply: object  # (ClusterDescription, value) -> ClusterDescription
-
-
-def _with_priority(d: ClusterDescription, **kw) -> ClusterDescription:
-    return replace(d, priority=replace(d.priority, **kw))
-
-
-def _with_backfill(d: ClusterDescription, **kw) -> ClusterDescription:
-    return replace(d, backfill=replace(d.backfill, **kw))
-
-
-def user_max_nodes(table: JobTable) -> int:
-    """The most nodes any user ever had running at once."""
-    best = 0
-    order = np.lexsort((table.start, table.user))
-    bounds = np.flatnonzero(np.diff(table.user[order])) + 1
-    for chunk in np.split(order, bounds):
-        if len(chunk):
-            t = np.concatenate([table.start[chunk], table.end[chunk]])
-            d = np.concatenate([table.nodes[chunk], -table.nodes[chunk]])
-            o = np.lexsort((d, t))
-            best = max(best, int(np.cumsum(d[o]).max()))
-    return best
 
 
 def training_table(table: JobTable, start: int, end: int) -> JobTable:
@@ -102,45 +81,49 @@ def capacity_candidates(table: JobTable, until: int) -> dict[str, tuple]:
     return {"weekly peak": weekly, "running maximum": growing, "constant peak": constant}
 
 
-def knobs(table: JobTable, until: int) -> list[Knob]:
-    """The values chosen by leave-one-out, in the order they are tried."""
-    caps = capacity_candidates(table, until)
+def _peak(schedule: tuple) -> int:
+    return max(1, max((c for _, c in schedule), default=1))
+
+
+def knobs(table: JobTable, caps: dict[str, tuple]) -> list[Knob]:
+    """The values chosen by leave-one-out, in the order they are tried (``caps``: the candidate
+    capacity schedules)."""
     max_jobs = max(infer_user_max_jobs(table).values(), default=1)
-    max_nodes = user_max_nodes(table)
+    max_nodes = max(infer_user_max_nodes(table).values(), default=1)
     has_priority = float(np.std(table.tprio)) > 0
     out = [
-        Knob("capacity", tuple(caps), lambda d, v: replace(d, capacity=caps[v])),
+        Knob("capacity", tuple(caps), lambda d, v: d.with_(capacity=caps[v], nodes=_peak(caps[v]))),
         Knob("user_limits.max_running_jobs", (max_jobs, None),
-             lambda d, v: replace(d, max_jobs_per_user=v)),
+             lambda d, v: d.with_(max_jobs_per_user=v)),
         Knob("user_limits.max_nodes", (None, max_nodes),
-             lambda d, v: replace(d, max_nodes_per_user=v)),
+             lambda d, v: d.with_(max_nodes_per_user=v)),
         Knob("model.infer_dependencies", (False, True),
-             lambda d, v: replace(d, infer_dependencies=v)),
-        Knob("backfill.mode", ("conservative", "easy"), lambda d, v: _with_backfill(d, mode=v)),
-        Knob("backfill.bf_resolution", (60, 600), lambda d, v: _with_backfill(d, resolution_s=v)),
+             lambda d, v: d.with_(infer_dependencies=v)),
+        Knob("backfill.mode", ("conservative", "easy"), lambda d, v: d.with_(backfill={"mode": v})),
+        Knob("backfill.bf_resolution", (60, 600), lambda d, v: d.with_(backfill={"resolution_s": v})),
         Knob("priority.weight_age", (1000.0, 300.0, 7000.0),
-             lambda d, v: _with_priority(d, weight_age=v)),
-        Knob("priority.weight_size", (0.0, 100.0), lambda d, v: _with_priority(d, weight_size=v)),
-        Knob("priority.age_capped", (True, False), lambda d, v: _with_priority(d, age_capped=v)),
+             lambda d, v: d.with_(priority={"weight_age": v})),
+        Knob("priority.weight_size", (0.0, 100.0), lambda d, v: d.with_(priority={"weight_size": v})),
+        Knob("priority.age_capped", (True, False), lambda d, v: d.with_(priority={"age_capped": v})),
     ]
     if has_priority:
         out.append(Knob("priority.weight_trace", (0.0, 1.0),
-                        lambda d, v: _with_priority(d, weight_trace=v)))
+                        lambda d, v: d.with_(priority={"weight_trace": v})))
     out += [
-        Knob("model.pin_idle_waiters", (False, True), lambda d, v: replace(d, pin_idle_waiters=v)),
-        Knob("model.infer_holds", (False, True), lambda d, v: replace(d, infer_holds=v)),
+        Knob("model.pin_idle_waiters", (False, True), lambda d, v: d.with_(pin_idle_waiters=v)),
+        Knob("model.infer_holds", (False, True), lambda d, v: d.with_(infer_holds=v)),
         Knob("model.whatif_background", ("simulate", "pinned"),
-             lambda d, v: replace(d, whatif_background=v)),
+             lambda d, v: d.with_(whatif_background=v)),
     ]
     return out
 
 
-def starting_point(cluster: str, table: JobTable, until: int) -> ClusterDescription:
+def starting_point(cluster: str, table: JobTable) -> ClusterDescription:
     """Slurm's defaults where the trace says nothing (the knobs' first candidates go on top)."""
     longest = int(table.limit.max()) if len(table) else 2880 * 60
     return ClusterDescription(
         cluster=cluster,
-        nodes=max(1, max(c for _, c in capacity_candidates(table, until)["constant peak"])),
+        nodes=1,  # the capacity knob sets it, with the schedule
         priority=Priority(weight_age=1000.0, max_age_s=7 * 86400, weight_size=0.0,
                           weight_trace=0.0, age_capped=True),
         backfill=Backfill(mode="conservative", interval_s=30,
@@ -178,8 +161,9 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     tab = training_table(table, t0, t1)
     jobs = loo_sample(tab, t0, t1, loo_jobs, seed)
     window = f"{to_timestamp(t0).date()}..{to_timestamp(t1).date()}"
-    ks = knobs(tab, t1)
-    best = starting_point(cluster, tab, t1)
+    caps = capacity_candidates(tab, t1)
+    ks = knobs(tab, caps)
+    best = starting_point(cluster, tab)
     for k in ks:
         best = k.apply(best, k.candidates[0])
     chosen = {k.name: k.candidates[0] for k in ks}
@@ -211,10 +195,8 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                  f"{best_err['loo_mae_h']:.3f} h")
         if not changed:
             break
-    caps = capacity_candidates(tab, t1)
-    best = replace(best, nodes=max(1, max(c for _, c in best.capacity)) if best.capacity else best.nodes)
     sources = _sources(best, chosen, evidence, window, tab, caps)
-    best = replace(best, sources=sources)
+    best = best.with_(sources=sources)
     report = {
         "cluster": cluster, "train_window": [str(to_timestamp(t0)), str(to_timestamp(t1))],
         "loo_jobs": int(len(jobs)), "seed": seed, "seconds": round(time.perf_counter() - clock, 1),
@@ -325,13 +307,12 @@ def validation_report(table: JobTable, fitted: ClusterDescription, start, end,
     per = Period("validation", to_seconds(start), to_seconds(end))
     res = evaluate_period(table, fitted, per, compat=compat_cluster(fitted.cluster))
     out = {"period": res["period"]}
-    metrics = ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape")
-    rows = {"fitted": {m: res[m]["sim"] for m in metrics},
-            "compat": {m: res[m]["compat"] for m in metrics},
-            "zero_wait": {m: res[m]["zero_wait"] for m in metrics}}
+    rows = {"fitted": {m: res[m]["sim"] for m in METRICS},
+            "compat": {m: res[m]["compat"] for m in METRICS},
+            "zero_wait": {m: res[m]["zero_wait"] for m in METRICS}}
     if hand is not None:
         h = evaluate_period(table, hand, per, baselines=False)
-        rows["hand"] = {m: h[m]["sim"] for m in metrics}
+        rows["hand"] = {m: h[m]["sim"] for m in METRICS}
     out["predictors"] = rows
     f, c, z = rows["fitted"], rows["compat"], rows["zero_wait"]
     out["fitted_beats_zero_wait_and_compat"] = {

@@ -83,6 +83,16 @@ def infer_dependencies(table: JobTable, min_wait_s: int = 600, gap_s: int = 120)
 
 def infer_user_max_jobs(table: JobTable) -> dict[int, int]:
     """The most jobs each user ever had running at once (a lower bound on their QOS limit)."""
+    return _user_peaks(table, np.ones(len(table), dtype=np.int64))
+
+
+def infer_user_max_nodes(table: JobTable) -> dict[int, int]:
+    """The most nodes each user ever had running at once (a lower bound on a node limit)."""
+    return _user_peaks(table, table.nodes)
+
+
+def _user_peaks(table: JobTable, weight: np.ndarray) -> dict[int, int]:
+    """Per user, the peak of ``weight`` summed over the user's running jobs."""
     out: dict[int, int] = {}
     order = np.lexsort((table.start, table.user))
     users_sorted = table.user[order]
@@ -91,8 +101,8 @@ def infer_user_max_jobs(table: JobTable) -> dict[int, int]:
         if not len(chunk):
             continue
         t = np.concatenate([table.start[chunk], table.end[chunk]])
-        d = np.concatenate([np.ones(len(chunk), int), -np.ones(len(chunk), int)])
-        o = np.lexsort((d, t))
+        d = np.concatenate([weight[chunk], -weight[chunk]])
+        o = np.lexsort((d, t))  # ends before starts at the same second
         out[int(table.user[chunk[0]])] = int(np.cumsum(d[o]).max())
     return out
 

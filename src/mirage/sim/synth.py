@@ -25,7 +25,7 @@ from mirage.traces.synth import Demand, draw_demand
 
 from .cluster import Backfill, ClusterDescription, Priority
 from .engine import INF
-from .jobs import NO_DEP, JobTable
+from .jobs import JobTable
 from .warmstart import warm_start
 
 #: the backfill window: twice the longest limit of the calibrations (48 h) plus a day
@@ -70,7 +70,7 @@ def demand_table(demand: Demand) -> JobTable:
         nodes=np.asarray(j["nodes"], dtype=np.int64),
         user=user,
         tprio=np.zeros(n),
-        dep=np.where(np.asarray(j["after"]) >= 0, j["after"], NO_DEP).astype(np.int64),
+        dep=np.asarray(j["after"], dtype=np.int64),  # -1 (NO_DEP) where none
         users=tuple(str(u) for u in range(int(user.max()) + 1 if n else 0)),
     )
 
