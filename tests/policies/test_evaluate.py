@@ -113,7 +113,7 @@ def test_outcomes_table_and_renderings(tiny, tmp_path):
     sw = lead_sweeps(pols, tiny, 1.0, 0.5)
     assert [(s["policy"].iloc[0], s["split"].iloc[0]) for s in sw] == [
         ("fixed_lead", "train"), ("fixed_lead", "validation")]
-    assert (sw[1]["chosen_lead_h"] == pols["fixed_lead"].lead_h).all()
+    assert (sw[1]["chosen_lead_h"] == pols["fixed_lead"].lead_h_).all()
     assert sw[1]["cost"].tolist() == pytest.approx(
         lead_sweep(tiny, pols["fixed_lead"].leads)["cost"].tolist())
 

@@ -64,11 +64,13 @@ DET = {"dqn": {"total_timesteps": 4_000, "learning_starts": 500}, "pg": {"update
 
 
 @pytest.mark.parametrize("name", LEARNED)
-def test_same_seed_same_decisions(train, validation, name):
+def test_same_seed_same_decisions_also_when_rebuilt_from_get_params(train, validation, name):
     params = DET.get(name, FAST.get(name, {}))
-    a = make_policy(name, **params).fit(train, seed=3).first_submit_all(validation)
-    b = make_policy(name, **params).fit(train, seed=3).first_submit_all(validation)
-    assert a.equals(b)
+    a = make_policy(name, **params).fit(train, seed=3)
+    # scikit-learn's convention: the constructor arguments alone rebuild the policy
+    b = type(a)(**a.get_params()).fit(train, seed=3)
+    assert b.get_params() == a.get_params()
+    assert a.first_submit_all(validation).equals(b.first_submit_all(validation))
 
 
 @pytest.mark.parametrize("name", sorted(set(POLICIES) | {"rf_history"}))
@@ -83,7 +85,7 @@ def test_save_load_round_trip(fitted, validation, tmp_path, name):
 def test_fixed_lead_picks_the_cheapest_lead_of_its_sweep(fitted):
     fl = fitted["fixed_lead"]
     best = fl.sweep_.loc[fl.sweep_["cost"].idxmin()]
-    assert fl.lead_h == best["lead_h"]
+    assert fl.lead_h_ == best["lead_h"]
     assert len(fl.sweep_) == len(fl.leads)
 
 
@@ -91,9 +93,9 @@ def test_tuned_threshold_comes_from_the_sweep(fitted):
     for name in ("rf_tuned", "xgb_tuned"):
         p = fitted[name]
         best = p.threshold_sweep_.loc[p.threshold_sweep_["cost_ratio"].idxmin()]
-        assert (p.threshold, p.gate_) == (best["threshold"], best["gate"])
+        assert (p.threshold_, p.gate_) == (best["threshold"], best["gate"])
         assert set(p.threshold_sweep_["gate"]) == {False, True}  # the samples carry the plan
-    assert fitted["rf"].threshold == -0.5
+    assert fitted["rf"].threshold_ == -0.5
     for name in ("dqn_tuned", "pg_tuned"):
         p = fitted[name]
         best = p.threshold_sweep_.loc[p.threshold_sweep_["cost_ratio"].idxmin()]
@@ -102,8 +104,8 @@ def test_tuned_threshold_comes_from_the_sweep(fitted):
 
 
 def test_quantile_level_is_the_newsvendor_ratio():
-    assert make_policy("quantile", c_I=1.0, c_O=0.5).tau == pytest.approx(2 / 3)
-    assert make_policy("quantile", c_I=1.0, c_O=1.0).tau == pytest.approx(0.5)
+    assert make_policy("quantile", c_I=1.0, c_O=0.5).newsvendor_tau() == pytest.approx(2 / 3)
+    assert make_policy("quantile", c_I=1.0, c_O=1.0).newsvendor_tau() == pytest.approx(0.5)
 
 
 def test_unknown_policy_name_lists_the_known_ones():
@@ -178,9 +180,9 @@ def test_plan_lead_submits_only_where_the_plan_starts_the_successor_after_the_en
     rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
     assert mask.any()
     assert (pts["f_plan_wait_h"].to_numpy()[mask] >= rem[mask]).all()
-    assert (rem[mask] <= p.lead_h).all()
+    assert (rem[mask] <= p.lead_h_).all()
     best = p.sweep_.loc[p.sweep_["cost"].idxmin()]
-    assert p.lead_h == best["lead_h"]
+    assert p.lead_h_ == best["lead_h"]
 
 
 def test_plan_lead_names_the_missing_plan_column(validation):
@@ -281,3 +283,39 @@ def test_mirage_fit_shares_the_final_fit_only_with_a_matching_twin(synth, tmp_pa
                           str(tmp_path / "rf"), "--out", str(tmp_path / "x")],
                          capture_output=True, text=True)
     assert res.returncode == 2 and "seed 3 here 4" in res.stderr
+
+
+def _constructor_args(policy) -> set[str]:
+    import dataclasses
+    import inspect
+
+    sig = inspect.signature(type(policy).__init__).parameters
+    names = {n for n, p in sig.items() if n != "self" and p.kind is not p.VAR_KEYWORD}
+    if any(p.kind is p.VAR_KEYWORD for p in sig.values()):  # torch policies: the config's fields
+        names |= {f.name for f in dataclasses.fields(policy.config_class)}
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_get_params_holds_every_constructor_argument(name):
+    policy = make_policy(name)
+    assert set(policy.get_params()) == _constructor_args(policy)
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_fitted_attributes_are_set_only_by_fit(name):
+    policy = make_policy(name)
+    before = {k for k in vars(policy) if k.endswith("_") and not k.startswith("_")}
+    assert before <= {"threshold_", "gate_", "threshold_sweep_", "net_", "feature_columns_",
+                      "scaler_", "train_seconds_", "history_"} or not before, before
+    if name not in TORCH_POLICIES:
+        assert not before, f"{name} sets {sorted(before)} before fit"
+
+
+def test_an_unfitted_lead_rule_submits_at_its_constructor_lead(validation):
+    # the live provisioner runs `--policy fixed_lead --policy-param lead_h=2` untrained
+    pts = validation.points
+    rule = make_policy("fixed_lead", lead_h=2.0)
+    rem = pts["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+    expect = pts["pred_running"].to_numpy(dtype=bool) & (np.nan_to_num(rem, nan=np.inf) <= 2.0)
+    assert np.array_equal(rule.submit_mask(pts), expect)

@@ -54,7 +54,7 @@ def test_fitted_tau_is_the_rule_applied_to_its_own_sweep(fitted):
     sweep = p.service_sweep_
     assert set(sweep["tau"]) == set(p.taus)
     prm = p.params
-    assert (p.tau, p.target_met_) == choose_tau(sweep, prm["target_share"], prm["max_overlap_h"],
+    assert (p.tau_, p.target_met_) == choose_tau(sweep, prm["target_share"], prm["max_overlap_h"],
                                                 prm["min_level_samples"])
 
 
@@ -62,7 +62,7 @@ def test_a_higher_target_buys_more_uninterrupted_handovers(train, validation):
     base = dict(FAST["service_level"], max_overlap_h=48.0)
     lo = make_policy("service_level", target_share=0.3, **base).fit(train, seed=0)
     hi = make_policy("service_level", target_share=0.99, **base).fit(train, seed=0)
-    assert hi.tau > lo.tau
+    assert hi.tau_ > lo.tau_
 
     def share(p):
         ks = p.first_submit_all(validation).to_numpy()

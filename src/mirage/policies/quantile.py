@@ -51,33 +51,59 @@ class QuantileLead(Policy):
                  window_h: float | None = 2.0, floor_h: float = 0.0,
                  cap_h: float | None = None, tune: bool = True, n_blocks: int = 4,
                  margins=None, caps=None, windows=None):
+        # the grids stay as given (None: the defaults above), as scikit-learn keeps them
         self.params = dict(c_I=c_I, c_O=c_O, max_iter=max_iter, learning_rate=learning_rate,
                            max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
                            margin_h=margin_h, window_h=window_h, floor_h=floor_h,
-                           cap_h=cap_h, tune=tune, n_blocks=n_blocks)
-        self.tau = c_I / (c_I + c_O)
-        self.margins = DEFAULT_MARGINS if margins is None else np.asarray(margins, dtype=float)
-        self.caps = np.asarray(DEFAULT_CAPS if caps is None else caps, dtype=float)
-        self.windows = tuple(DEFAULT_WINDOWS if windows is None else windows)
-        self.window_h_ = _window(window_h)
-        self.margin_h_ = float(margin_h)
-        self.floor_h_ = float(floor_h)
-        self.cap_h_ = np.inf if cap_h is None else float(cap_h)
-        self.gate_ = self.floor_gate_ = False  # the plan veto, see _lead_mask
-        self.feature_columns_: list[str] | None = None
-        self.model_ = None
-        self.tune_sweep_: pd.DataFrame | None = None
+                           cap_h=cap_h, tune=tune, n_blocks=n_blocks, margins=margins,
+                           caps=caps, windows=windows)
 
     def __setstate__(self, state):
-        # policies pickled before the tuned lead existed: margin only, no floor or cap
-        state.setdefault("margin_h_", float(state.get("params", {}).get("margin_h", 0.0)))
+        params = state.setdefault("params", {})
+        # pickled before the grids were parameters and the quantile a fitted attribute
+        for grid in ("margins", "caps", "windows"):
+            state.pop(grid, None)
+            params.setdefault(grid, None)
+        if "tau" in state and "tau_" not in state:
+            state["tau_"] = state.pop("tau")
+        # pickled before the tuned lead existed: margin only, no floor or cap
+        state.setdefault("margin_h_", float(params.get("margin_h", 0.0)))
         state.setdefault("floor_h_", 0.0)
         state.setdefault("cap_h_", np.inf)
         state.setdefault("tune_sweep_", None)
         state.setdefault("gate_", False)
         state.setdefault("floor_gate_", False)
-        state.setdefault("window_h_", _window(state.get("params", {}).get("window_h", 2.0)))
+        state.setdefault("window_h_", _window(params.get("window_h", 2.0)))
         self.__dict__.update(state)
+
+    # ---- settings --------------------------------------------------------------------------
+    @property
+    def margins(self) -> np.ndarray:
+        m = self.params["margins"]
+        return DEFAULT_MARGINS if m is None else np.asarray(m, dtype=float)
+
+    @property
+    def caps(self) -> np.ndarray:
+        return np.asarray(DEFAULT_CAPS if self.params["caps"] is None else self.params["caps"],
+                          dtype=float)
+
+    @property
+    def windows(self) -> tuple:
+        w = self.params["windows"]
+        return tuple(DEFAULT_WINDOWS if w is None else w)
+
+    def newsvendor_tau(self) -> float:
+        """The cost-optimal quantile of the wait, c_I / (c_I + c_O)."""
+        return self.params["c_I"] / (self.params["c_I"] + self.params["c_O"])
+
+    def _untuned(self) -> None:
+        """The fitted settings as the constructor gives them (the rule without tuning)."""
+        p = self.params
+        self.window_h_ = _window(p["window_h"])
+        self.margin_h_, self.floor_h_ = float(p["margin_h"]), float(p["floor_h"])
+        self.cap_h_ = np.inf if p["cap_h"] is None else float(p["cap_h"])
+        self.gate_ = self.floor_gate_ = False  # the plan veto, see _lead_mask
+        self.tune_sweep_ = None
 
     # ---- model -----------------------------------------------------------------------------
     def _fit_model(self, data: SampleSet, seed: int, window_h: float, tau: float | None = None):
@@ -94,7 +120,7 @@ class QuantileLead(Policy):
         # 112 s while other jobs held them (OpenMP threads contend), and 100 were as good.
         # early_stopping off: its internal random split would make results depend on n_rows
         model = HistGradientBoostingRegressor(
-            loss="quantile", quantile=self.tau if tau is None else tau, max_iter=p["max_iter"],
+            loss="quantile", quantile=self.tau_ if tau is None else tau, max_iter=p["max_iter"],
             learning_rate=p["learning_rate"], max_leaf_nodes=p["max_leaf_nodes"],
             min_samples_leaf=p["min_samples_leaf"], early_stopping=False, random_state=seed)
         model.fit(compact_matrix(pts, self.feature_columns_), np.maximum(wait, 0.0))
@@ -178,6 +204,8 @@ class QuantileLead(Policy):
     # ---- interface -------------------------------------------------------------------------
     def fit(self, train: SampleSet, seed: int = 0):
         self.feature_columns_ = train.feature_columns
+        self.tau_ = self.newsvendor_tau()
+        self._untuned()
         if self.params["tune"]:
             self._tune(train, seed)
         self.model_ = self._fit_model(train, seed, self.window_h_)
@@ -187,8 +215,8 @@ class QuantileLead(Policy):
         return self.model_.predict(compact_matrix(points, self.feature_columns_))
 
     def submit_mask(self, points, windows=None):
-        if self.model_ is None:
-            raise RuntimeError("quantile policy is not fitted; call fit() first")
+        if getattr(self, "model_", None) is None:
+            raise RuntimeError(f"{self.name} policy is not fitted; call fit() first")
         return self._lead_mask(points, self.predict_wait(points), self.margin_h_,
                                self.floor_h_, self.cap_h_, self.gate_, self.floor_gate_)
 

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.outcomes import SampleSet, compact_matrix, mask_outcomes
-from mirage.policies.quantile import QuantileLead
+from mirage.policies.quantile import QuantileLead, _window
 from mirage.policies.tuning import cross_fit
 
 DEFAULT_TAUS = (0.667, 0.75, 0.8, 0.85, 0.9, 0.95, 0.975, 0.99)
@@ -44,15 +44,34 @@ class ServiceLevel(QuantileLead):
                          max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
                          window_h=window_h, tune=tune, n_blocks=n_blocks)
         self.params.update(target_share=float(target_share), max_overlap_h=float(max_overlap_h),
-                           tau=float(tau), min_level_samples=int(min_level_samples))
-        for unused in ("margin_h", "floor_h", "cap_h"):  # the lead is the prediction itself
-            self.params.pop(unused)
-        self.tau = float(tau)
-        self.taus = tuple(float(t) for t in (DEFAULT_TAUS if taus is None else taus))
+                           tau=float(tau), taus=taus, min_level_samples=int(min_level_samples))
+        for unused in ("margin_h", "floor_h", "cap_h", "margins", "caps", "windows"):
+            self.params.pop(unused)  # the lead is the prediction itself, fitted on window_h
         if not self.taus or not all(0.0 < t < 1.0 for t in self.taus):
             raise ValueError(f"taus must be quantiles in (0, 1), not {self.taus}")
-        self.service_sweep_: pd.DataFrame | None = None
-        self.target_met_: bool | None = None
+
+    def __setstate__(self, state):
+        state.pop("taus", None)
+        state.setdefault("params", {}).setdefault("taus", None)
+        super().__setstate__(state)
+        for grid in ("margins", "caps", "windows"):  # QuantileLead's, not tuned here
+            self.params.pop(grid, None)
+
+    @property
+    def taus(self) -> tuple[float, ...]:
+        """The quantiles the service level is tuned over."""
+        taus = self.params["taus"]
+        return tuple(float(t) for t in (DEFAULT_TAUS if taus is None else taus))
+
+    def newsvendor_tau(self) -> float:
+        return self.params["tau"]  # the quantile without tuning; fit() tunes it into tau_
+
+    def _untuned(self) -> None:
+        self.window_h_ = _window(self.params["window_h"])
+        self.margin_h_, self.floor_h_, self.cap_h_ = 0.0, 0.0, np.inf
+        self.gate_ = self.floor_gate_ = False
+        self.tune_sweep_ = None
+        self.service_sweep_, self.target_met_ = None, None
 
     def _tune(self, train: SampleSet, seed: int) -> None:
         from mirage.outcomes import reference_outcomes
@@ -72,7 +91,7 @@ class ServiceLevel(QuantileLead):
                                        for b in blocks])
             frames.append(level_service(x, reactive).assign(tau=tau))
         table = pd.concat(frames, ignore_index=True)
-        self.tau, self.target_met_ = choose_tau(
+        self.tau_, self.target_met_ = choose_tau(
             table, self.params["target_share"], self.params["max_overlap_h"],
             self.params["min_level_samples"])
         self.service_sweep_ = table

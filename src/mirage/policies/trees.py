@@ -54,6 +54,10 @@ def _make_model(kind: str, seed: int, n_jobs: int, overrides: dict, wide: bool =
 
 
 class RegressorPolicy(Policy):
+    """Submit once the regressor's predicted x reaches ``threshold`` (hours); the threshold in
+    use after fit() is ``threshold_`` (``threshold`` itself, or the cross-fitted one of
+    ``thresholds``, None: -8 to 8 h in quarter hours, with ``tune_threshold``)."""
+
     def __init__(self, kind: str = "rf", features: str = "compact", threshold: float = -0.5,
                  tune_threshold: bool = False, thresholds=None, n_blocks: int = 4,
                  points_per_sample: int | None = None, c_I: float = 1.0, c_O: float = 0.5,
@@ -61,21 +65,26 @@ class RegressorPolicy(Policy):
         if features not in FEATURE_MODES:
             raise ValueError(f"features must be one of {FEATURE_MODES}, not {features!r}")
         self.params = dict(kind=kind, features=features, threshold=threshold,
-                           tune_threshold=tune_threshold, n_blocks=n_blocks,
-                           points_per_sample=points_per_sample, c_I=c_I, c_O=c_O,
-                           n_jobs=n_jobs, model_params=dict(model_params or {}))
-        self.thresholds = DEFAULT_THRESHOLDS if thresholds is None else np.asarray(thresholds)
-        self.threshold = float(threshold)
+                           tune_threshold=tune_threshold, thresholds=thresholds,
+                           n_blocks=n_blocks, points_per_sample=points_per_sample, c_I=c_I,
+                           c_O=c_O, n_jobs=n_jobs, model_params=dict(model_params or {}))
         self.name = kind + ("_tuned" if tune_threshold else "")
         self.needs_history = features != "compact"
-        self.feature_columns_: list[str] | None = None
-        self.model_ = None
-        self.threshold_sweep_: pd.DataFrame | None = None
-        self.gate_ = False
 
     def __setstate__(self, state):
-        state.setdefault("gate_", False)  # pickled before the plan veto existed
+        # pickled before the plan veto existed, or before the fitted threshold had its own name
+        state.setdefault("gate_", False)
+        if "threshold" in state and "threshold_" not in state:
+            state["threshold_"] = state.pop("threshold")
+        state.pop("thresholds", None)
+        state.setdefault("params", {}).setdefault("thresholds", None)
         self.__dict__.update(state)
+
+    @property
+    def thresholds(self) -> np.ndarray:
+        """The candidate thresholds tune_threshold cross-fits over."""
+        t = self.params["thresholds"]
+        return DEFAULT_THRESHOLDS if t is None else np.asarray(t, dtype=float)
 
     # ---- features --------------------------------------------------------------------------
     def _matrix(self, points: pd.DataFrame, windows: np.ndarray | None) -> np.ndarray:
@@ -148,10 +157,14 @@ class RegressorPolicy(Policy):
 
             c_I, c_O = self.params["c_I"], self.params["c_O"]
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
-            self.threshold, self.gate_, self.threshold_sweep_ = best_threshold(
+            self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O)
+        else:
+            self.threshold_, self.gate_, self.threshold_sweep_ = (
+                float(self.params["threshold"]), False, None)
         if final_from is not None:
-            if final_from.feature_columns_ != self.feature_columns_ or final_from.model_ is None:
+            if (getattr(final_from, "feature_columns_", None) != self.feature_columns_
+                    or getattr(final_from, "model_", None) is None):
                 raise ValueError("final_from was not fitted on these samples")
             self.model_ = final_from.model_
         else:
@@ -159,6 +172,6 @@ class RegressorPolicy(Policy):
         return self
 
     def submit_mask(self, points, windows=None):
-        if self.model_ is None:
+        if getattr(self, "model_", None) is None:
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
-        return vetoed(self.predict(points, windows) >= self.threshold, points, self.gate_)
+        return vetoed(self.predict(points, windows) >= self.threshold_, points, self.gate_)
