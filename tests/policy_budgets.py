@@ -16,3 +16,13 @@ FAST = {
 }
 LEARNED = ["fixed_lead", "quantile", "service_level", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned",
            "pg", "pg_tuned"]
+
+# the history models (mirage.policies.sequence) at sizes that only exercise the plumbing: the
+# tests of what they learn are in tests/policies/test_sequence.py
+SEQUENCE = {
+    "transformer": {"width": 8, "epochs": 2},
+    "transformer_tuned": {"width": 8, "epochs": 2, "n_blocks": 2},
+    "moe": {"width": 8, "epochs": 2, "experts": 2},
+    "moe_tuned": {"width": 8, "epochs": 2, "experts": 2, "n_blocks": 2},
+    "pg_transformer": {"width": 8, "epochs": 2, "updates": 2},
+}

@@ -88,7 +88,8 @@ def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
     evaluation = pd.read_csv(a / "results" / "tiny" / "ls6" / "evaluation.csv")
     assert set(evaluation["policy"]) == {
         "reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf",
-        "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "oracle"}
+        "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "transformer", "moe",
+        "oracle"}
     assert {"cluster", "mode", "chain_nodes", "load_level", "policy", "n", "mean_interruption_h",
             "median_interruption_h", "mean_overlap_h", "overlap_node_hours", "zero_interruption_share",
             "interruption_reduction_pct", "cost", "oracle_gap"} <= set(evaluation.columns)
@@ -147,8 +148,8 @@ def test_notebook_rule_passes_all_clusters_to_papermill():
 
 def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
     # the Slurm plugin turns the `gpu` resource into --gpus=N (profiles/slurm)
-    for device, want in (("cpu", set()), ("cuda", {"dqn", "dqn_tuned", "pg", "pg_tuned"}),
-                         ("cuda:1", {"dqn", "dqn_tuned", "pg", "pg_tuned"})):
+    torch_fits = {"dqn", "dqn_tuned", "pg", "pg_tuned", "transformer", "moe"}  # the tiny config's
+    for device, want in (("cpu", set()), ("cuda", torch_fits), ("cuda:1", torch_fits)):
         cfg = tmp_path / f"{device}.yaml"
         tiny = yaml.safe_load(TINY.read_text())
         tiny["policies"]["device"] = device

@@ -59,6 +59,9 @@ POLICY_COLORS = {
     "xgb": "#ff7f0e", "xgb_tuned": "#ffb766",
     "dqn": "#1f77b4", "dqn_tuned": "#79b2e0",
     "pg": "#d62728", "pg_tuned": "#f08584",
+    "transformer": "#00796b", "transformer_tuned": "#4db6ac",
+    "moe": "#7b4173", "moe_tuned": "#c085b8",
+    "pg_transformer": "#8c1c13",
     "oracle": "#000000",
 }
 # names outside the registry (a user's own policy): a colour chosen by the name alone, so it

@@ -32,12 +32,14 @@ _EXPORTS = {
 }
 #: The policies that train a torch network (and so can use a GPU). Here rather than only in the
 #: registry so that the workflow reads it without importing torch.
-TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned"})
+TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "transformer",
+                                "transformer_tuned", "moe", "moe_tuned", "pg_transformer"})
 #: The policies fitted once per training seed when ``policies.training_seeds`` > 1: the ones whose
 #: result depends on the seed more than on the data (reinforcement learning on a few hundred
-#: episodes, where "Deep RL that Matters" asks for several seeds). The other learned policies
-#: take the config's seed once.
-SEEDED_POLICY_NAMES = TORCH_POLICY_NAMES
+#: episodes, where "Deep RL that Matters" asks for several seeds). The other learned policies,
+#: the transformer and mixture-of-experts value regressors among them, take the config's seed
+#: once.
+SEEDED_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "pg_transformer"})
 
 
 def replica_name(policy: str, k: int) -> str:

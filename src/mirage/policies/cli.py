@@ -44,7 +44,8 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
 #: a tuned policy and the untuned one whose final fit it shares: tuning cross-fits a threshold
 #: and then fits the same model on the same samples with the same seed as the untuned policy,
 #: so where both are fitted, the untuned policy's model is taken instead of fitting it again
-TUNED_OF = {"rf_tuned": "rf", "xgb_tuned": "xgb", "dqn_tuned": "dqn", "pg_tuned": "pg"}
+TUNED_OF = {"rf_tuned": "rf", "xgb_tuned": "xgb", "dqn_tuned": "dqn", "pg_tuned": "pg",
+            "transformer_tuned": "transformer", "moe_tuned": "moe"}
 #: the settings of tuning alone, which the two may differ in
 TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold"})
 

@@ -13,6 +13,7 @@ from mirage.policies.dqn import DQN
 from mirage.policies.oracle import Oracle
 from mirage.policies.pg import PolicyGradient
 from mirage.policies.quantile import QuantileLead
+from mirage.policies.sequence import MoEValue, PGTransformer, TransformerValue
 from mirage.policies.service import ServiceLevel
 from mirage.policies.trees import RegressorPolicy
 
@@ -31,11 +32,18 @@ _FACTORIES = {
     "dqn_tuned": lambda **p: DQN(tune_threshold=True, **p),
     "pg": PolicyGradient,
     "pg_tuned": lambda **p: PolicyGradient(tune_threshold=True, **p),
+    "transformer": TransformerValue,
+    "transformer_tuned": lambda **p: TransformerValue(tune_threshold=True, **p),
+    "moe": MoEValue,
+    "moe_tuned": lambda **p: MoEValue(tune_threshold=True, **p),
+    "pg_transformer": PGTransformer,
     "oracle": Oracle,
 }
 POLICIES: tuple[str, ...] = tuple(_FACTORIES)
 TORCH_POLICIES = {"dqn": DQN, "dqn_tuned": DQN, "pg": PolicyGradient,
-                  "pg_tuned": PolicyGradient}
+                  "pg_tuned": PolicyGradient, "transformer": TransformerValue,
+                  "transformer_tuned": TransformerValue, "moe": MoEValue, "moe_tuned": MoEValue,
+                  "pg_transformer": PGTransformer}
 assert set(TORCH_POLICIES) == TORCH_POLICY_NAMES, "mirage.policies.TORCH_POLICY_NAMES is out of date"
 
 
