@@ -70,14 +70,8 @@ class TorchPolicy(Policy):
         # unknown training settings fail here, by the dataclass, with their name
         self.params = dict(asdict(self.config_class(**config)), device=device, threads=threads,
                            tune_threshold=tune_threshold, n_blocks=n_blocks)
-        self.feature_columns_: list[str] | None = None
-        self.scaler_: Scaler | None = None
-        self.net_: nn.Module | None = None
-        self.train_seconds_: float | None = None
-        self.history_: list[dict] = []
-        self.threshold_ = 0.0
-        self.threshold_sweep_ = None
-        self.gate_ = False  # the scheduler's veto (baselines.plan_allows), cross-fitted
+        # fit() sets feature_columns_, scaler_, net_, train_seconds_, history_, threshold_,
+        # threshold_sweep_ and gate_ (the scheduler's veto, baselines.plan_allows)
 
     @property
     def device(self) -> torch.device:
@@ -128,8 +122,11 @@ class TorchPolicy(Policy):
             blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O, strict=True)
+        else:
+            self.threshold_, self.gate_, self.threshold_sweep_ = 0.0, False, None
         if final_from is not None:
-            if final_from.feature_columns_ != train.feature_columns or final_from.net_ is None:
+            if (getattr(final_from, "feature_columns_", None) != train.feature_columns
+                    or getattr(final_from, "net_", None) is None):
                 raise ValueError("final_from was not trained on these samples")
             self.feature_columns_ = list(final_from.feature_columns_)
             self.scaler_ = final_from.scaler_
@@ -144,7 +141,7 @@ class TorchPolicy(Policy):
         return vetoed(self.decision_score(points) > self.threshold_, points, self.gate_)
 
     def _outputs(self, points) -> torch.Tensor:
-        if self.net_ is None:
+        if getattr(self, "net_", None) is None:
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
         X = self.scaler_.transform(compact_matrix(points, self.feature_columns_))
         with torch.no_grad():
