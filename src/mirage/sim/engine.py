@@ -17,7 +17,7 @@ from operator import itemgetter
 
 import numpy as np
 
-from .freenodes import INF, earliest_fit, free_profile, reserve
+from .freenodes import INF, free_profile
 from .jobs import NO_DEP, JobTable, SimInputError
 from .cluster import ClusterDescription
 from .state import SimState, Snapshot
@@ -72,6 +72,8 @@ class _Static:
         self.max_jobs = cluster.max_jobs_per_user if cluster.max_jobs_per_user is not None else INF
         self.max_nodes = cluster.max_nodes_per_user if cluster.max_nodes_per_user is not None else INF
         self.user_max_jobs = dict(user_max_jobs or {})
+        # whether any per-user limit can hold a job (if not, the passes skip the counters)
+        self.user_limits = bool(self.user_max_jobs) or self.max_jobs < INF or self.max_nodes < INF
         self.median_tprio = float(np.median(table.tprio)) if n else 0.0
         bf = cluster.backfill
         self.bf_mode = bf.mode
@@ -478,7 +480,9 @@ class Simulator:
         live, ujobs, unodes = self.live, self.ujobs, self.unodes
         umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
         now = self.now
-        for r in self._ordered():
+        order = self._ordered()
+        depth = len(order)  # the records read: order[:depth] (reported to a follower)
+        for k, r in enumerate(order):
             n = r[R_NODES]
             # _blocked(r, n), inline: held by a dependency or a per-user limit
             dep = r[R_DEP]
@@ -488,6 +492,7 @@ class Simulator:
             if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
                 continue
             if n > free:
+                depth = k + 1
                 break
             if now + r[R_LIMIT] > cut:
                 self.bf_dirty = True
@@ -496,7 +501,10 @@ class Simulator:
             started.append(r)
             free -= n
             if free <= 0:
+                depth = k + 1
                 break
+        if self._track:
+            self._fol.read(order, depth)
         if started:
             self._remove(started)
 
@@ -526,6 +534,8 @@ class Simulator:
         reserved_one = False
         live, ujobs, unodes = self.live, self.ujobs, self.unodes
         umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
+        # without any per-user limit a job is held only by a dependency
+        limits = s.user_limits
         max_test = s.bf_max_test
         # (nodes, rounded limit) -> earliest start found for that shape in this pass, -1: none in
         # the window. The profile only loses free nodes during a pass, so a later job of the
@@ -535,20 +545,25 @@ class Simulator:
         # ahead that could still start now (a witness); a job held now stays held through the
         # pass. Once no witness is left, the rest of
         # the pass could only place reservations, which nothing keeps: it stops there.
-        # nodes -> the smallest limit known unable to start now (a job at least as large and as
-        # long cannot either)
-        neg: dict = {}
+        # neg[nodes]: the smallest limit known unable to start now (a job at least as large and
+        # as long cannot either). A list: only a job that fits in the nodes free now can be a
+        # witness, and frees[0] only falls during the pass.
+        neg = [INF] * (frees[0] + 1)
         order = self._ordered()
         nord = len(order)
         i = 0
         scan = 0  # the witness search resumes here (every job before it is no witness)
         wit = -1
+        # now + the witness's rounded limit: a reservation from then on takes no node the
+        # witness needs, so it can still start now without checking
+        wend = now
         while i < nord:
             if wit < i:
                 wit = self._find_witness(order, scan if scan > i else i, times, frees, neg)
                 if wit < 0:
                     break
                 scan = wit
+                wend = now + -(-order[wit][R_LIMIT] // res) * res
             r = order[i]
             i += 1
             if tested >= max_test:
@@ -558,15 +573,41 @@ class Simulator:
             dep = r[R_DEP]
             if dep >= 0 and dep in live:
                 continue
-            u = r[R_USER]
-            if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
-                continue
+            if limits:
+                u = r[R_USER]
+                if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
+                    continue
             tested += 1
             lim = -(-r[R_LIMIT] // res) * res
-            found = _earliest_fit_of_shape(shape_at, times, frees, n, lim)
-            if found < 0:
+            # earliest_fit(times, frees, n, lim, k), inline, searching from where this pass last
+            # placed the same shape
+            shape = (n, lim)
+            prev = shape_at.get(shape)
+            if prev is None:
+                k = 0
+            elif prev < 0:
                 continue  # cannot start within the window: Slurm sets no reservation
-            t0 = times[found]
+            else:
+                k = bisect_left(times, prev)
+            nt = len(times)
+            while k < nt:
+                if frees[k] < n:
+                    k += 1
+                    continue
+                tend = times[k] + lim
+                j = k + 1
+                while j < nt and times[j] < tend:
+                    if frees[j] < n:
+                        break
+                    j += 1
+                else:
+                    break  # n nodes free from step k for lim seconds
+                k = j + 1
+            else:
+                shape_at[shape] = -1
+                continue
+            t0 = times[k]
+            shape_at[shape] = t0
             if t0 == now:
                 self._start(r)
                 started.append(r)
@@ -574,16 +615,32 @@ class Simulator:
                 continue
             else:
                 reserved_one = True
-            reserve(times, frees, found, n, t0 + lim, horizon)
+            # reserve(times, frees, k, n, t0 + lim, horizon), inline
+            t1 = t0 + lim
+            if t1 < horizon:
+                b = bisect_left(times, t1, k + 1)
+                if b == nt or times[b] != t1:
+                    times.insert(b, t1)
+                    frees.insert(b, frees[b - 1])
+            else:
+                b = nt
+            for x in range(k, b):
+                frees[x] -= n
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
-            if wit >= i and not self._witness_still_fits(order[wit], times, frees, neg):
+            if (wit >= i and t0 < wend
+                    and not self._witness_still_fits(order[wit], times, frees, neg)):
                 wit = -1
+        if self._track:
+            # read: order[:i] and the witnesses found (each the last of a search's reads, and
+            # ``scan`` the last found); a search that found none read the rest of the queue only
+            # for whether some job there could start now, which does not depend on their order
+            self._fol.read(order, max(i, scan + 1))
         if started:
             self._remove(started)
 
-    def _find_witness(self, order: list, q: int, times: list, frees: list, neg: dict) -> int:
+    def _find_witness(self, order: list, q: int, times: list, frees: list, neg: list) -> int:
         """The position, from ``q`` on, of the first job in ``order`` that could start now (not
         held, and its nodes free now for its rounded limit), or -1. Each job found unable to
         start now is noted in ``neg``."""
@@ -591,31 +648,41 @@ class Simulator:
         now, res = self.now, s.bf_res
         live, ujobs, unodes = self.live, self.ujobs, self.unodes
         umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
+        limits = s.user_limits
         nord = len(order)
+        nt = len(times)
         f0 = frees[0]
         while q < nord:
             r = order[q]
             n = r[R_NODES]
-            L = r[R_LIMIT]
-            if n <= f0 and L < neg.get(n, INF):
-                dep = r[R_DEP]
-                u = r[R_USER]
-                if not ((dep >= 0 and dep in live) or ujobs.get(u, 0) >= umax.get(u, mj)
-                        or unodes.get(u, 0) + n > mn):
-                    if _fits_now(times, frees, now, n, -(-L // res) * res):
-                        return q
-                    neg[n] = L
+            if n <= f0:
+                L = r[R_LIMIT]
+                if L < neg[n]:
+                    dep = r[R_DEP]
+                    if not ((dep >= 0 and dep in live)
+                            or (limits and (ujobs.get(r[R_USER], 0) >= umax.get(r[R_USER], mj)
+                                            or unodes.get(r[R_USER], 0) + n > mn))):
+                        # _fits_now(times, frees, now, n, rounded L), inline (frees[0] >= n)
+                        tend = now + -(-L // res) * res
+                        j = 1
+                        while j < nt and times[j] < tend:
+                            if frees[j] < n:
+                                break
+                            j += 1
+                        else:
+                            return q
+                        neg[n] = L
             q += 1
         return -1
 
-    def _witness_still_fits(self, rw: tuple, times: list, frees: list, neg: dict) -> bool:
+    def _witness_still_fits(self, rw: tuple, times: list, frees: list, neg: list) -> bool:
         """Whether the witness ``rw`` can still start now after a reservation took nodes from the
         profile; if not, it is noted in ``neg``."""
         res = self.s.bf_res
         wn, wl = rw[R_NODES], rw[R_LIMIT]
         if _fits_now(times, frees, self.now, wn, -(-wl // res) * res):
             return True
-        if wl < neg.get(wn, INF):
+        if wl < neg[wn]:
             neg[wn] = wl
         return False
 
@@ -632,19 +699,3 @@ def _fits_now(times: list, frees: list, now: int, n: int, lim: int) -> bool:
             return False
         j += 1
     return True
-
-
-def _earliest_fit_of_shape(shape_at: dict, times: list, frees: list, n: int, lim: int) -> int:
-    """:func:`earliest_fit` of ``n`` nodes for ``lim`` seconds, searching from where this pass
-    last placed the same shape (``shape_at``, updated); -1 when it fits nowhere in the window."""
-    shape = (n, lim)
-    prev = shape_at.get(shape)
-    if prev is None:
-        k = 0
-    elif prev < 0:
-        return -1
-    else:
-        k = bisect_left(times, prev)
-    found = earliest_fit(times, frees, n, lim, k)
-    shape_at[shape] = times[found] if found >= 0 else -1
-    return found

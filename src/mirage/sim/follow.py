@@ -49,9 +49,9 @@ _NEGKEY, _SUBMIT, _JID, _STATIC = 0, 1, 2, 8
 class Trajectory:
     """What one what-if fork did, from its probe's submit to its probe's start."""
 
-    __slots__ = ("static", "sig", "t_p", "start", "log", "dig", "starts")
+    __slots__ = ("static", "sig", "t_p", "start", "log", "dig", "starts", "shallow")
 
-    def __init__(self, static, sig, t_p, start, log, dig, starts):
+    def __init__(self, static, sig, t_p, start, log, dig, starts, shallow=frozenset()):
         self.static = static
         self.sig = sig  # (jid, nodes, limit, run, user, static priority, dep) of the probe
         self.t_p = t_p  # the probe's submit
@@ -60,10 +60,14 @@ class Trajectory:
         self.log = log  # (time, k) -> (started jids, dirty, bf_dirty, last_bf, next_bf) after it
         self.dig = dig  # (time, k) -> state digest after the step
         self.starts = starts  # jid -> start of every job started on the way
+        # the steps whose passes read no pending record from the probe's on (see Follower.read)
+        self.shallow = shallow
 
 
-#: how often queries met an earlier trajectory ("met"), left it again ("diverged") and took the
-#: earlier answer ("answered"): for diagnostics and tests, never read by the simulation
+#: how often queries met an earlier trajectory ("met"), left it again ("diverged"), took the
+#: earlier answer ("answered") and replayed a step inside a rank window because the earlier
+#: step read only records ahead of the probe ("shallow"): for diagnostics and tests, never read
+#: by the simulation
 STATS: Counter = Counter()
 
 
@@ -79,9 +83,15 @@ class Follower:
                                     and ref.start is not None and ref.start <= t_end):
             ref = None
         self.ref = ref
+        # the earlier probe is older, so it ranks ahead of this one at every instant: the two
+        # priority orders share every record ahead of the earlier probe (see _shallow_in_ref)
+        self._older_ref = ref is not None and ref.t_p < self.t_p
         self.log: dict = {}
         self.dig: dict = {}
         self.starts: dict = {}
+        self.shallow: set = set()
+        self.deep = False  # the current step's passes read the probe's record (or past it)
+        self._prec = None  # the probe's pending record, once queued
         self.cur: list = []
         self.following = False
         self.windows: list = []
@@ -108,12 +118,15 @@ class Follower:
         if self.following:
             return self._follow(sim, t, key)
         self.cur = []
+        self.deep = False
         sim._schedule()
         if sim.stop_hit:
             return True
         d = self._digest(sim)
         self.log[key] = (tuple(self.cur), sim.dirty, sim.bf_dirty, sim.last_bf, sim.next_bf)
         self.dig[key] = d
+        if not self.deep:
+            self.shallow.add(key)
         ref = self.ref
         if ref is not None and ref.dig.get(key) == d and t < ref.start:
             w = self._windows(sim, t)
@@ -129,11 +142,14 @@ class Follower:
         e = ref.log.get(key)
         if self.windows and self.windows[0][1] < t:
             self.windows = [w for w in self.windows if w[1] >= t]
-        if e is None or self._differs(sim, t):
+        if e is None or (self._differs(sim, t) and not self._shallow_in_ref(sim, key)):
             # inside a window: decide for real and check that the decision is the same
             self.cur = []
+            self.deep = False
             sim._schedule()
             mine = (tuple(self.cur), sim.dirty, sim.bf_dirty, sim.last_bf, sim.next_bf)
+            if not self.deep:
+                self.shallow.add(key)
             if mine != e:
                 STATS["diverged"] += 1
                 self.following = False
@@ -145,6 +161,9 @@ class Follower:
             if sim.stop_hit:
                 return True
         else:
+            # the same step as the earlier query's: it reads what that one read
+            if key in ref.shallow:
+                self.shallow.add(key)
             started = e[0]
             if started:
                 want = set(started)
@@ -159,6 +178,43 @@ class Follower:
         self.log[key] = e
         self.dig[key] = ref.dig[key]
         return self._done_if_clear(sim, t, key)
+
+    def _shallow_in_ref(self, sim, key) -> bool:
+        """Whether this step is sure to decide as the earlier query's did although a job's rank
+        relative to the probe may differ: the earlier step's passes read only records ranked
+        ahead of its probe (``ref.shallow``), and this probe is queued and younger.
+
+        Exact: the states differ only in the probe's submit, so the earlier probe ranks ahead of
+        this one and every record ahead of the earlier probe is ranked the same in both queues.
+        The passes read the queue in order, and a pass's decisions depend only on what it read,
+        so both read the same records and decide the same. The one read past that point, a
+        backfill witness search that found no job able to start now, asks that of a set of
+        records that is the same in both queues (the probes differ in nothing it looks at).
+        """
+        if self._older_ref and key in self.ref.shallow and self.probe in sim.live:
+            STATS["shallow"] += 1
+            return True
+        return False
+
+    def read(self, order: list, depth: int) -> None:
+        """Engine hook: a pass read ``order[:depth]`` (and nothing else whose order matters);
+        notes whether that included the probe's record."""
+        if self.deep or depth <= 0:
+            return
+        prec = self._prec
+        if prec is None:
+            probe = self.probe
+            for r in order:
+                if r[_JID] == probe:
+                    prec = self._prec = r
+                    break
+            else:
+                return  # the probe is not queued: no order differs
+        try:
+            order.index(prec, 0, depth)
+        except ValueError:
+            return
+        self.deep = True
 
     def _differs(self, sim, t: int) -> bool:
         """Whether a job whose rank may differ from the probe's is pending and eligible now. A job
@@ -259,4 +315,5 @@ class Follower:
             log.update({k: e for k, e in ref.log.items() if k > t0})
             dig.update({k: d for k, d in ref.dig.items() if k > t0})
             starts.update({j: x for j, x in ref.starts.items() if x >= t0[0]})
-        return Trajectory(sim.s, self.sig, self.t_p, start, log, dig, starts)
+            self.shallow.update(k for k in ref.shallow if k > t0)
+        return Trajectory(sim.s, self.sig, self.t_p, start, log, dig, starts, self.shallow)

@@ -20,10 +20,12 @@ def free_profile(sim, horizon: int = INF) -> tuple[list[int], list[int]]:
     s = sim.s
     now, res = sim.now, s.bf_res
     deltas: dict = {}
+    get = deltas.get
     for _, _, n, _, exp in sim.running:
         if exp < horizon:
-            te = now + -(-(exp - now) // res) * res if exp > now else now
-            deltas[te] = deltas.get(te, 0) + n
+            # exp rounded up to now + a multiple of res: exp + (now - exp) % res (exact integers)
+            te = exp + (now - exp) % res if exp > now else now
+            deltas[te] = get(te, 0) + n
     for k in range(sim.ncap, len(s.cap_times)):
         tc = s.cap_times[k]
         if tc >= horizon:
@@ -70,4 +72,5 @@ def reserve(times: list[int], frees: list[int], k: int, n: int, t1: int,
             frees.insert(b, frees[b - 1])
     else:
         b = len(times)
-    frees[k:b] = [f - n for f in frees[k:b]]
+    for x in range(k, b):  # a few steps as a rule: faster than a slice assignment
+        frees[x] -= n
