@@ -240,12 +240,15 @@ def test_torch_runs_one_code_path_on_every_x86_cpu():
     ("pg_tuned", "pg", {"updates": 10}),
 ])
 def test_a_tuned_policy_taking_its_untuned_twins_final_fit_decides_the_same(
-        train, validation, tuned, base, params):
+        train, validation, tmp_path, tuned, base, params):
     """Tuning cross-fits a threshold, then fits the untuned policy's very model again: taking
-    that model (mirage fit does, where both are fitted) must change no decision."""
+    that model (mirage fit does, where both are fitted, from the twin's saved file) must
+    change no decision."""
     from mirage.policies.cli import final_fit_mismatch
 
-    twin = make_policy(base, **params).fit(train, seed=3)
+    suffix = ".pt" if base in TORCH_POLICIES else ".joblib"
+    twin = load_policy(save_policy(make_policy(base, **params).fit(train, seed=3),
+                                   tmp_path / f"{base}{suffix}"))
     own = make_policy(tuned, n_blocks=2, **params).fit(train, seed=3)
     shared = make_policy(tuned, n_blocks=2, **params)
     assert final_fit_mismatch(shared, twin) == []

@@ -131,8 +131,8 @@ class TorchPolicy(Policy):
             self.feature_columns_ = list(final_from.feature_columns_)
             self.scaler_ = final_from.scaler_
             self.net_ = final_from.net_
-            self.history_ = list(final_from.history_)
-            self.train_seconds_ = final_from.train_seconds_
+            self.history_ = list(getattr(final_from, "history_", []))
+            self.train_seconds_ = getattr(final_from, "train_seconds_", None)
         else:
             self._train(train, seed)
         return self
@@ -174,4 +174,6 @@ class TorchPolicy(Policy):
         obj.net_.eval()
         obj.threshold_ = float(blob.get("threshold", 0.0))
         obj.gate_ = bool(blob.get("gate", False))  # files saved before the veto existed
+        obj.threshold_sweep_ = None
+        obj.history_, obj.train_seconds_ = [], None  # the training curve is in training.csv
         return obj
