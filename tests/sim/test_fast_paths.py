@@ -7,6 +7,8 @@ what-if probe waits more than a day: the setting the speed work was for.
 
 from __future__ import annotations
 
+import random
+
 import numpy as np
 import pytest
 
@@ -93,3 +95,35 @@ def test_whatif_reuse_on_a_small_busy_trace_equals_reference(mode):
             got = what_if(snap, t, nodes, lim)
             assert got == reference_what_if(snap, t, nodes, lim), (k, nodes)
     clear_reuse()
+
+
+# the backfill pass's exact shortcuts (Follower.read's shallow replay, the rounded end)
+def test_rounded_end_formula_equals_ceiling_form():
+    """free_profile rounds a limit-based end up to now + a multiple of the resolution as
+    ``exp + (now - exp) % res``; the same integer as the ceiling form it replaced."""
+    rng = random.Random(7)
+    for _ in range(20000):
+        res = rng.choice([1, 30, 60, 600, 7])
+        now = rng.randrange(1_600_000_000, 1_700_000_000)
+        exp = now + rng.randrange(1, 5 * 86400)
+        assert exp + (now - exp) % res == now + -(-(exp - now) // res) * res
+
+
+def test_reusing_sweep_answers_equal_reference_with_shallow_replay(heavy_table):
+    """A reusing sweep (steps inside rank windows may be replayed where the earlier query's
+    passes read only jobs ranked ahead of its probe): every answer equals the reference's."""
+    prof = load_cluster("ls6")
+    t_pred = to_seconds("2023-01-22")
+    base = warm_start(heavy_table, prof, t_pred - DAY, record=True)
+    base.insert_job(t_pred, 1, 2880 * 60, user=SERVICE_USER)
+    clear_reuse()
+    follow.STATS.clear()
+    for k in range(12):
+        t = t_pred + 600 * k
+        base.run_until(t)
+        snap = base.snapshot()
+        assert what_if(snap, t, 1, 2880, SERVICE_USER) == reference_what_if(
+            snap, t, 1, 2880, SERVICE_USER), (k, t)
+    clear_reuse()
+    assert follow.STATS["answered"] >= 3
+    assert follow.STATS["shallow"] > 0  # the shortcut under test was taken
