@@ -148,6 +148,17 @@ class TorchPolicy(Policy):
             return self.net_(torch.from_numpy(X).to(self.device)).cpu()
 
     # ---- persistence -----------------------------------------------------------------------
+    def _extra_state(self) -> dict:
+        """What a subclass saves beyond the common fields (plain tensors and values)."""
+        return {}
+
+    def _restore(self, blob: dict) -> None:
+        """Set a subclass's fitted attributes from ``_extra_state``'s fields."""
+
+    def _net_inputs(self) -> int:
+        """The argument ``_build_net`` rebuilds the saved network with."""
+        return len(self.scaler_.mean)
+
     def save(self, path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -156,6 +167,7 @@ class TorchPolicy(Policy):
                     "threshold": float(self.threshold_), "gate": bool(self.gate_),
                     "mean": torch.from_numpy(self.scaler_.mean),
                     "std": torch.from_numpy(self.scaler_.std),
+                    **self._extra_state(),
                     "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}},
                    path)
         return path
@@ -167,13 +179,15 @@ class TorchPolicy(Policy):
         if device is not None:
             params["device"] = device
         obj = cls(**params)
+        obj.name = blob["policy"]
         obj.feature_columns_ = list(blob["feature_columns"])
         obj.scaler_ = Scaler(blob["mean"].numpy(), blob["std"].numpy())
-        obj.net_ = obj._build_net(len(obj.scaler_.mean))
-        obj.net_.load_state_dict(blob["state_dict"])
-        obj.net_.eval()
         obj.threshold_ = float(blob.get("threshold", 0.0))
         obj.gate_ = bool(blob.get("gate", False))  # files saved before the veto existed
         obj.threshold_sweep_ = None
         obj.history_, obj.train_seconds_ = [], None  # the training curve is in training.csv
+        obj._restore(blob)
+        obj.net_ = obj._build_net(obj._net_inputs())
+        obj.net_.load_state_dict(blob["state_dict"])
+        obj.net_.eval()
         return obj

@@ -370,43 +370,19 @@ class TransformerValue(TorchPolicy):
         return vetoed(hit, points, self.gate_)
 
     # ---- persistence -----------------------------------------------------------------------
-    def save(self, path) -> Path:
-        self._check_fitted()
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"policy": self.name, "params": self.params,
-                    "feature_columns": list(self.feature_columns_),
-                    "threshold": float(self.threshold_), "gate": bool(self.gate_),
-                    "mean": torch.from_numpy(self.scaler_.mean),
-                    "std": torch.from_numpy(self.scaler_.std),
-                    "hist_mean": torch.from_numpy(self.hist_scaler_.mean),
-                    "hist_std": torch.from_numpy(self.hist_scaler_.std),
-                    "y_mean": float(self.y_mean_), "y_std": float(self.y_std_),
-                    "train_seconds": self.train_seconds_, "device": self.device_,
-                    "state_dict": {k: v.cpu() for k, v in self.net_.state_dict().items()}},
-                   path)
-        return path
+    def _extra_state(self) -> dict:
+        return {"hist_mean": torch.from_numpy(self.hist_scaler_.mean),
+                "hist_std": torch.from_numpy(self.hist_scaler_.std),
+                "y_mean": float(self.y_mean_), "y_std": float(self.y_std_),
+                "train_seconds": self.train_seconds_, "device": self.device_}
 
-    @classmethod
-    def load(cls, path, device: str | None = None) -> "TransformerValue":
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        params = dict(blob["params"])
-        if device is not None:
-            params["device"] = device
-        obj = cls(**params)
-        obj.name = blob["policy"]
-        obj.feature_columns_ = list(blob["feature_columns"])
-        obj.scaler_ = Scaler(blob["mean"].numpy(), blob["std"].numpy())
-        obj.hist_scaler_ = Scaler(blob["hist_mean"].numpy(), blob["hist_std"].numpy())
-        obj.y_mean_, obj.y_std_ = float(blob["y_mean"]), float(blob["y_std"])
-        obj.net_ = obj._build_net(obj.n_compact)
-        obj.net_.load_state_dict(blob["state_dict"])
-        obj.net_.eval()
-        obj.threshold_, obj.gate_ = float(blob["threshold"]), bool(blob["gate"])
-        obj.threshold_sweep_ = None
-        obj.train_seconds_, obj.device_ = blob.get("train_seconds"), blob.get("device")
-        obj.history_ = []
-        return obj
+    def _restore(self, blob: dict) -> None:
+        self.hist_scaler_ = Scaler(blob["hist_mean"].numpy(), blob["hist_std"].numpy())
+        self.y_mean_, self.y_std_ = float(blob["y_mean"]), float(blob["y_std"])
+        self.train_seconds_, self.device_ = blob.get("train_seconds"), blob.get("device")
+
+    def _net_inputs(self) -> int:
+        return self.n_compact
 
 
 class MoEValue(TransformerValue):
