@@ -97,12 +97,8 @@ class PolicyGradient(TorchPolicy):
                     vals.append(value(obs[c]).squeeze(1))
                     ep_of.append(a_idx[chosen])
                     t_of.append(np.full(int(chosen.sum()), t))
-                stop = act | forced
-                end_step[a_idx[stop]] = t
-                end_row[a_idx[stop]] = rows[stop]
-                active[a_idx[stop]] = False
-                go = a_idx[~stop]
-                k[go] = np.minimum(k[go] + cfg.stride, last[go])
+                end_or_advance(a_idx, act | forced, rows, t, cfg.stride, k, last, active,
+                               end_step, end_row)
                 t += 1
             reward = -ep.cost[end_row]
             if not logps:
@@ -129,3 +125,15 @@ class PolicyGradient(TorchPolicy):
 
     def decision_score(self, points) -> np.ndarray:
         return self._outputs(points).squeeze(1).numpy()
+
+
+def end_or_advance(a_idx, stop, rows, t, stride, k, last, active, end_step, end_row) -> None:
+    """One decision step of a batch of table-backed episodes (``a_idx``, the active ones): an
+    episode that stops (submitted, or forced at its last point) ends at step ``t`` on its
+    point ``rows``; the others move ``stride`` points on, never past their last point."""
+    done = a_idx[stop]
+    end_step[done] = t
+    end_row[done] = rows[stop]
+    active[done] = False
+    go = a_idx[~stop]
+    k[go] = np.minimum(k[go] + stride, last[go])

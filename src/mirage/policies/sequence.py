@@ -55,7 +55,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -69,6 +68,7 @@ from mirage.outcomes import (
 from mirage.policies.baselines import vetoed
 from mirage.policies.env import Scaler
 from mirage.policies.neural import TorchPolicy, adam, record_every, seed_everything
+from mirage.policies.pg import end_or_advance
 from mirage.policies.tuning import best_threshold, cross_fit
 
 FEATURE_MODES = ("history", "both")
@@ -453,12 +453,8 @@ class PGTransformer(TransformerValue):
                 s_act.append(act[chosen])
                 s_ep.append(a_idx[chosen])
                 s_t.append(np.full(int(chosen.sum()), t))
-                stop = act | forced
-                end_step[a_idx[stop]] = t
-                end_row[a_idx[stop]] = rows[stop]
-                active[a_idx[stop]] = False
-                go = a_idx[~stop]
-                k[go] = np.minimum(k[go] + cfg.stride, last[go])
+                end_or_advance(a_idx, act | forced, rows, t, cfg.stride, k, last, active,
+                               end_step, end_row)
                 t += 1
             reward = -step_cost[end_row]
             rows, act = np.concatenate(s_rows), np.concatenate(s_act)
