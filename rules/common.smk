@@ -20,7 +20,7 @@ from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import TORCH_POLICY_NAMES, replica_names  # noqa: E402
-from mirage.policies.cli import TUNED_OF, TUNING_KEYS  # noqa: E402
+from mirage.policies.cli import TUNED_OF  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
 validate(
@@ -51,16 +51,16 @@ NOTEBOOKS = Path(workflow.basedir) / "notebooks"
 NOTEBOOK_NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 CHAIN_NODES = config["samples"]["chain_nodes"]
 POLICIES = config["policies"]["names"]
-# the torch policies are fitted one per job (a GPU each where the config trains on cuda), once
-# per training seed: POLICY (the config's seed), POLICY-seed1 (seed + 1), ...
+# the torch policies are fitted together, one job per cluster, mode, chain size and training
+# seed (a GPU each where the config trains on cuda): the config's seed fits every torch policy
+# (models/nK/POLICY, rule fit_torch), seed + k the seeded ones (POLICY-seedK, fit_torch_seed).
+# An untuned policy is fitted before its tuned twin, which takes its final fit when the config
+# states the same settings for both (mirage.policies.cli.TUNED_OF).
 TRAINING_SEEDS = config["policies"].get("training_seeds", 1)
-REPLICAS = {
-    replica: (p, k)
-    for p in POLICIES
-    if p in TORCH_POLICY_NAMES
-    for k, replica in enumerate(replica_names(p, TRAINING_SEEDS))
-}
-TORCH_FITS = list(REPLICAS)
+TORCH = sorted(
+    (p for p in POLICIES if p in TORCH_POLICY_NAMES), key=lambda p: p in TUNED_OF
+)
+SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
 MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
 # the others are fitted together, one job per cluster, mode and chain size
 BATCHED = [p for p in POLICIES if p not in TORCH_POLICY_NAMES]
@@ -72,37 +72,20 @@ wildcard_constraints:
     mode="|".join(MODES),
     shard=r"\d+",
     nodes=r"\d+",
-    policy="|".join(MODELS),
+    k=r"[1-9]\d*",
 
 
-def gpus(wildcards):
-    """GPUs a fit asks the cluster for: one for a torch policy when the config trains on cuda."""
-    cuda = str(config["policies"].get("device", "cpu")).startswith("cuda")
-    return int(cuda and wildcards.policy in REPLICAS)
+# a torch fit asks the cluster for one GPU when the config trains on cuda
+GPUS = int(str(config["policies"].get("device", "cpu")).startswith("cuda"))
 
 
-def final_from(wildcards):
-    """A tuned torch fit's untuned twin (dqn for dqn_tuned, same seed), when the config fits
-    it with the same settings: the tuned fit takes its final network instead of training it
-    again (mirage.policies.cli.TUNED_OF). Empty otherwise."""
-    policy, k = REPLICAS[wildcards.policy]
-    base = TUNED_OF.get(policy)
-    if base not in POLICIES:
-        return []
+def fit_params(policies):
+    """`mirage fit --params` for ``policies``: one policy's parameters, or for several a map
+    from each name to its parameters."""
     params = config["policies"].get("params", {})
-    strip = lambda p: {a: b for a, b in p.items() if a not in TUNING_KEYS}
-    if strip(params.get(policy, {})) != strip(params.get(base, {})):
-        return []
-    name = replica_names(base, TRAINING_SEEDS)[k]
-    return [
-        f"{R}/{wildcards.cluster}/{wildcards.mode}/models/n{wildcards.nodes}/{name}"
-    ]
-
-
-def replica(wildcards):
-    """(policy, seed) of a torch fit's model directory name (POLICY or POLICY-seedK)."""
-    policy, k = REPLICAS[wildcards.policy]
-    return policy, config["seed"] + k
+    if len(policies) == 1:
+        return json.dumps(params.get(policies[0], {}))
+    return json.dumps({p: params.get(p, {}) for p in policies})
 
 
 def code(*modules):

@@ -2,76 +2,115 @@
 # then evaluate all of them alike on the validation samples.
 
 
-rule fit_policies:
-    # the policies that fit in seconds, in one process: a process per policy would spend more
-    # starting Python and reading the samples than most of them take to fit
-    input:
-        samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
-    output:
-        models=[
-            directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}")
-            for policy in BATCHED
-        ],
-    log:
-        f"{LOGS}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.log",
-    benchmark:
-        f"{BENCH}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.tsv"
-    conda:
-        "../envs/learn.yaml"
-    threads: 1
-    params:
-        samples=lambda w, input: str(Path(input.samples).parent),
-        policies=" ".join(BATCHED),
-        seed=config["seed"],
-        params=json.dumps(
-            {p: config["policies"].get("params", {}).get(p, {}) for p in BATCHED}
-        ),
-        c_I=config["policies"]["costs"]["interruption"],
-        c_O=config["policies"]["costs"]["overlap"],
-        code=code("mirage.policies.cli"),
-    shell:
-        "python -m mirage fit {params.policies} --samples {params.samples}"
-        " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-        " --c-I {params.c_I} --c-O {params.c_O} --threads {threads}"
-        " --out {output.models} > {log} 2>&1"
+if BATCHED:
+
+    rule fit_policies:
+        # the policies that fit in seconds, in one process: a process per policy would spend more
+        # starting Python and reading the samples than most of them take to fit
+        input:
+            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+        output:
+            models=[
+                directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}")
+                for policy in BATCHED
+            ],
+        log:
+            f"{LOGS}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.log",
+        benchmark:
+            f"{BENCH}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.tsv"
+        conda:
+            "../envs/learn.yaml"
+        threads: 1
+        params:
+            samples=lambda w, input: str(Path(input.samples).parent),
+            policies=" ".join(BATCHED),
+            seed=config["seed"],
+            params=fit_params(BATCHED),
+            c_I=config["policies"]["costs"]["interruption"],
+            c_O=config["policies"]["costs"]["overlap"],
+            code=code("mirage.policies.cli"),
+        shell:
+            "python -m mirage fit {params.policies} --samples {params.samples}"
+            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+            " --c-I {params.c_I} --c-O {params.c_O} --threads {threads}"
+            " --out {output.models} > {log} 2>&1"
 
 
-rule fit_policy:
-    # a torch policy, one per job (one GPU each where the config trains on cuda) and training
-    # seed (policies.training_seeds: models/nK/POLICY, POLICY-seed1, ...)
-    input:
-        samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
-        final=final_from,
-    output:
-        model=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{{policy}}"),
-    log:
-        f"{LOGS}/{{cluster}}/{{mode}}/fit_{{policy}}_n{{nodes}}.log",
-    benchmark:
-        f"{BENCH}/{{cluster}}/{{mode}}/fit_{{policy}}_n{{nodes}}.tsv"
-    wildcard_constraints:
-        policy="|".join(TORCH_FITS or ["-"]),
-    conda:
-        "../envs/learn.yaml"
-    threads: 1
-    resources:
-        gpu=gpus,
-    params:
-        samples=lambda w, input: str(Path(input.samples).parent),
-        policy=lambda w: replica(w)[0],
-        seed=lambda w: replica(w)[1],
-        params=lambda w: json.dumps(
-            config["policies"].get("params", {}).get(replica(w)[0], {})
-        ),
-        c_I=config["policies"]["costs"]["interruption"],
-        c_O=config["policies"]["costs"]["overlap"],
-        device=config["policies"].get("device", "cpu"),
-        final=lambda w, input: f"--final-from {input.final}" if input.final else "",
-        code=code("mirage.policies.cli"),
-    shell:
-        "python -m mirage fit {params.policy} --samples {params.samples} {params.final}"
-        " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-        " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
-        " --threads {threads} --out {output.model} > {log} 2>&1"
+if TORCH:
+
+    rule fit_torch:
+        # every torch policy with the config's seed, in one process (one GPU where the config
+        # trains on cuda): a process each would spend about 3 s starting Python and torch and
+        # reading the samples, and a tuned policy takes its untuned twin's final fit here
+        input:
+            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+        output:
+            models=[
+                directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}")
+                for policy in TORCH
+            ],
+        log:
+            f"{LOGS}/{{cluster}}/{{mode}}/fit_torch_n{{nodes}}.log",
+        benchmark:
+            f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_n{{nodes}}.tsv"
+        conda:
+            "../envs/learn.yaml"
+        threads: 1
+        resources:
+            gpu=GPUS,
+        params:
+            samples=lambda w, input: str(Path(input.samples).parent),
+            policies=" ".join(TORCH),
+            seed=config["seed"],
+            params=fit_params(TORCH),
+            c_I=config["policies"]["costs"]["interruption"],
+            c_O=config["policies"]["costs"]["overlap"],
+            device=config["policies"].get("device", "cpu"),
+            code=code("mirage.policies.cli"),
+        shell:
+            "python -m mirage fit {params.policies} --samples {params.samples}"
+            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+            " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
+            " --threads {threads} --out {output.models} > {log} 2>&1"
+
+
+if SEEDED_TORCH:
+
+    rule fit_torch_seed:
+        # the seeded torch policies (reinforcement learning) with training seed seed + k, one
+        # job per k (policies.training_seeds): models/nK/POLICY-seedk
+        input:
+            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+        output:
+            models=[
+                directory(
+                    f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}-seed{{k}}"
+                )
+                for policy in SEEDED_TORCH
+            ],
+        log:
+            f"{LOGS}/{{cluster}}/{{mode}}/fit_torch_seed{{k}}_n{{nodes}}.log",
+        benchmark:
+            f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_seed{{k}}_n{{nodes}}.tsv"
+        conda:
+            "../envs/learn.yaml"
+        threads: 1
+        resources:
+            gpu=GPUS,
+        params:
+            samples=lambda w, input: str(Path(input.samples).parent),
+            policies=" ".join(SEEDED_TORCH),
+            seed=lambda w: config["seed"] + int(w.k),
+            params=fit_params(SEEDED_TORCH),
+            c_I=config["policies"]["costs"]["interruption"],
+            c_O=config["policies"]["costs"]["overlap"],
+            device=config["policies"].get("device", "cpu"),
+            code=code("mirage.policies.cli"),
+        shell:
+            "python -m mirage fit {params.policies} --samples {params.samples}"
+            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+            " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
+            " --threads {threads} --out {output.models} > {log} 2>&1"
 
 
 rule evaluate:

@@ -33,10 +33,10 @@ def test_snakemake_reruns_the_fits_when_the_policy_code_changes(tiny_run, tmp_pa
             str(repo / "config" / "tiny.yaml")]
     res = snakemake(*args)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "rule fit_policy:" not in res.stdout and "rule sample_shard:" not in res.stdout
+    assert "rule fit_torch:" not in res.stdout and "rule sample_shard:" not in res.stdout
     dqn = repo / "src" / "mirage" / "policies" / "dqn.py"
     dqn.write_text(dqn.read_text() + "\n# a change\n")
     res = snakemake(*args)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "rule fit_policy:" in res.stdout and "Params have changed" in res.stdout
+    assert "rule fit_torch:" in res.stdout and "Params have changed" in res.stdout
     assert "rule sample_shard:" not in res.stdout and "rule clean_trace:" not in res.stdout

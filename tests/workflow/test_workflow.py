@@ -147,21 +147,27 @@ def test_notebook_rule_passes_all_clusters_to_papermill():
 
 
 def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
-    # the Slurm plugin turns the `gpu` resource into --gpus=N (profiles/slurm)
+    # the Slurm plugin turns the `gpu` resource into --gpus=N (profiles/slurm); the torch
+    # policies of a cluster, mode and chain size are fitted in one job, with their twins
     torch_fits = {"dqn", "dqn_tuned", "pg", "pg_tuned", "transformer", "moe"}  # the tiny config's
-    for device, want in (("cpu", set()), ("cuda", torch_fits), ("cuda:1", torch_fits)):
+    for device, gpu_jobs in (("cpu", 0), ("cuda", 2), ("cuda:1", 2)):
         cfg = tmp_path / f"{device}.yaml"
         tiny = yaml.safe_load(TINY.read_text())
         tiny["policies"]["device"] = device
         cfg.write_text(yaml.safe_dump(tiny))
         res = snakemake("-n", "--forceall", "-d", str(tmp_path / "w"), "--configfile", str(cfg))
         assert res.returncode == 0, res.stdout + res.stderr
-        gpu_fits = set()
-        for job in re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout):
-            if "gpu=1" in job:
-                assert "rule fit_policy:" in job
-                gpu_fits.add(job.split("policy=")[1].split()[0].rstrip(","))
-        assert gpu_fits == want, device
+        jobs = re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout)
+        gpu = [job for job in jobs if "gpu=1" in job]
+        assert len(gpu) == gpu_jobs, device  # one per chain size (1 and 8 nodes)
+        for job in gpu:
+            assert "rule fit_torch:" in job
+            fitted = {line.rsplit("/", 1)[1].rstrip(",") for line in job.split("output:")[1]
+                      .split("\n")[0].split(", ")}
+            assert fitted == torch_fits, device
+        for job in jobs:
+            if "rule fit_policies:" in job:
+                assert "gpu=" not in job and "dqn" not in job.split("output:")[1].split("\n")[0]
 
 
 @pytest.mark.slow

@@ -128,12 +128,12 @@ class QuantileLead(Policy):
 
     @staticmethod
     def _lead_mask(points, q, margin, floor, cap, gate=False, floor_gate=False,
-                   allow=None) -> np.ndarray:
+                   allow=None, lead_inputs=None) -> np.ndarray:
         """Submit once the time left is at most min(q + margin, cap) (the model's lead) or at
         most ``floor``; ``gate`` / ``floor_gate`` let the plan veto (``allow``, see
-        baselines.plan_allows) the model's part / the floor's part."""
-        running = points["pred_running"].to_numpy(dtype=bool)
-        remaining = points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
+        baselines.plan_allows) the model's part / the floor's part. ``lead_inputs``:
+        ``lead_inputs(points)`` when a caller asks for many rules on the same points."""
+        running, remaining = lead_inputs or QuantileLead.lead_inputs(points)
         if (gate or floor_gate) and allow is None:
             from mirage.policies.baselines import plan_allows
 
@@ -146,6 +146,12 @@ class QuantileLead(Policy):
         if floor_gate:
             floor_part &= allow
         return model | floor_part
+
+    @staticmethod
+    def lead_inputs(points) -> tuple[np.ndarray, np.ndarray]:
+        """What the lead rule reads of the points: predecessor running, hours it has left."""
+        return (points["pred_running"].to_numpy(dtype=bool),
+                points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan))
 
     def candidates(self, train: SampleSet) -> list[dict]:
         """The lead rules the cross-fit chooses from (gate, floor_h, floor_gate, margin_h,
@@ -186,11 +192,12 @@ class QuantileLead(Policy):
                     compact_matrix(held.points, self.feature_columns_)),
                 c_I, c_O)
             allow = {id(b): (plan_allows(b.data.points) if vetoed else None) for b in blocks}
+            inputs = {id(b): self.lead_inputs(b.data.points) for b in blocks}
             best, table = sweep(
                 blocks, candidates,
                 lambda b, c: self._lead_mask(b.data.points, b.score, c["margin_h"],
                                              c["floor_h"], c["cap_h"], c["gate"],
-                                             c["floor_gate"], allow[id(b)]),
+                                             c["floor_gate"], allow[id(b)], inputs[id(b)]),
                 c_I, c_O)
             table.insert(0, "window_h", window)
             found.append((float(table["cost_ratio"].min()), window, best))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import joblib
@@ -9,13 +10,61 @@ import joblib
 from mirage.policies import TORCH_POLICY_NAMES
 from mirage.policies.base import Policy
 from mirage.policies.baselines import Average, FixedLead, PlanLead, Reactive
-from mirage.policies.dqn import DQN
 from mirage.policies.oracle import Oracle
-from mirage.policies.pg import PolicyGradient
 from mirage.policies.quantile import QuantileLead
-from mirage.policies.sequence import MoEValue, PGTransformer, TransformerValue
 from mirage.policies.service import ServiceLevel
 from mirage.policies.trees import RegressorPolicy
+
+# The torch policies' classes are imported on first use: importing torch costs a process about
+# 2 s, which a fit of the other policies (or `mirage evaluate` of them) need not pay. The imports
+# are written out in functions so that mirage.fingerprint still sees them.
+def _dqn():
+    from mirage.policies.dqn import DQN
+
+    return DQN
+
+
+def _pg():
+    from mirage.policies.pg import PolicyGradient
+
+    return PolicyGradient
+
+
+def _sequence(cls: str):
+    def load():
+        from mirage.policies import sequence
+
+        return getattr(sequence, cls)
+
+    return load
+
+
+_TORCH_CLASSES = {"dqn": _dqn, "dqn_tuned": _dqn, "pg": _pg, "pg_tuned": _pg,
+                  "transformer": _sequence("TransformerValue"),
+                  "transformer_tuned": _sequence("TransformerValue"),
+                  "moe": _sequence("MoEValue"), "moe_tuned": _sequence("MoEValue"),
+                  "pg_transformer": _sequence("PGTransformer")}
+
+
+class _TorchClasses(Mapping):
+    """Torch policy name -> class, importing the class's module (and torch) when asked."""
+
+    def __getitem__(self, name):
+        return _TORCH_CLASSES[name]()
+
+    def __iter__(self):
+        return iter(_TORCH_CLASSES)
+
+    def __len__(self):
+        return len(_TORCH_CLASSES)
+
+
+TORCH_POLICIES: Mapping = _TorchClasses()
+
+
+def _torch(name: str, **fixed):
+    return lambda **p: TORCH_POLICIES[name](**fixed, **p)
+
 
 _FACTORIES = {
     "reactive": Reactive,
@@ -28,22 +77,18 @@ _FACTORIES = {
     "rf_tuned": lambda **p: RegressorPolicy(kind="rf", tune_threshold=True, **p),
     "xgb": lambda **p: RegressorPolicy(kind="xgb", **p),
     "xgb_tuned": lambda **p: RegressorPolicy(kind="xgb", tune_threshold=True, **p),
-    "dqn": DQN,
-    "dqn_tuned": lambda **p: DQN(tune_threshold=True, **p),
-    "pg": PolicyGradient,
-    "pg_tuned": lambda **p: PolicyGradient(tune_threshold=True, **p),
-    "transformer": TransformerValue,
-    "transformer_tuned": lambda **p: TransformerValue(tune_threshold=True, **p),
-    "moe": MoEValue,
-    "moe_tuned": lambda **p: MoEValue(tune_threshold=True, **p),
-    "pg_transformer": PGTransformer,
+    "dqn": _torch("dqn"),
+    "dqn_tuned": _torch("dqn_tuned", tune_threshold=True),
+    "pg": _torch("pg"),
+    "pg_tuned": _torch("pg_tuned", tune_threshold=True),
+    "transformer": _torch("transformer"),
+    "transformer_tuned": _torch("transformer_tuned", tune_threshold=True),
+    "moe": _torch("moe"),
+    "moe_tuned": _torch("moe_tuned", tune_threshold=True),
+    "pg_transformer": _torch("pg_transformer"),
     "oracle": Oracle,
 }
 POLICIES: tuple[str, ...] = tuple(_FACTORIES)
-TORCH_POLICIES = {"dqn": DQN, "dqn_tuned": DQN, "pg": PolicyGradient,
-                  "pg_tuned": PolicyGradient, "transformer": TransformerValue,
-                  "transformer_tuned": TransformerValue, "moe": MoEValue, "moe_tuned": MoEValue,
-                  "pg_transformer": PGTransformer}
 assert set(TORCH_POLICIES) == TORCH_POLICY_NAMES, "mirage.policies.TORCH_POLICY_NAMES is out of date"
 
 

@@ -19,13 +19,13 @@ is). Validation data are never used.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
 import numpy as np
 import pandas as pd
 
-from mirage.outcomes import SampleSet, cost, mask_outcomes
+from mirage.outcomes import SampleSet, cost, first_true_grouped, mask_outcomes
 
 # below this reactive cost a block is "nothing to win" and would blow the ratio up
 _MIN_REFERENCE_COST = 1e-6
@@ -38,6 +38,22 @@ class HeldOutBlock:
     data: SampleSet
     score: np.ndarray  # the model's per-point output on data.points (any shape the rule reads)
     reactive_cost: float
+    # the points' k, x_h and each sample's first row: read once, since a sweep asks for the
+    # outcomes of thousands of masks over the same block
+    _k: np.ndarray = field(init=False, repr=False)
+    _x: np.ndarray = field(init=False, repr=False)
+    _starts: np.ndarray = field(init=False, repr=False)
+
+    def __post_init__(self):
+        pts = self.data.points
+        self._k = pts["k"].to_numpy()
+        self._x = pts["x_h"].to_numpy(dtype=float)
+        self._starts = self.data.point_starts()
+
+    def outcomes(self, mask: np.ndarray) -> np.ndarray:
+        """x_h of each sample's first submit under ``mask`` (mirage.outcomes.mask_outcomes)."""
+        first = first_true_grouped(np.asarray(mask, dtype=bool), self._k, self._starts)
+        return self._x[self._starts + first]
 
 
 def time_blocks(data: SampleSet, n_blocks: int) -> list[np.ndarray]:
@@ -72,7 +88,7 @@ def cost_ratio(blocks: Iterable[HeldOutBlock],
                c_I: float = 1.0, c_O: float = 0.5) -> float:
     """Mean over blocks of (mean cost of the rule's first submits) / (reactive cost)."""
     return float(np.mean([
-        cost(mask_outcomes(b.data, rule(b)), c_I, c_O).mean() / b.reactive_cost
+        cost(b.outcomes(rule(b)), c_I, c_O).mean() / b.reactive_cost
         for b in blocks]))
 
 
