@@ -98,3 +98,11 @@ def test_no_module_imports_from_a_stage_above_it(module):
     above = sorted(t for t in graph()[module]
                    if stage(t) != "__init__" and FLOOR[stage(t)] > FLOOR[mine])
     assert not above, f"{module} (floor {FLOOR[mine]}) imports from above: {above}"
+
+
+def test_every_name_a_package_exports_resolves():
+    # mirage.policies resolves its names lazily (torch loads only when asked): each must exist
+    import mirage.policies
+
+    for name in mirage.policies.__all__:
+        assert getattr(mirage.policies, name) is not None, name

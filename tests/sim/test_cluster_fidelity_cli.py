@@ -95,6 +95,17 @@ def test_fidelity_on_a_hand_made_trace():
                         pts["submit"].to_numpy("datetime64[s]").astype(np.int64))
         assert m["loo_mae_h"] == pytest.approx(res["loo_mae_h"][pred])
     assert len(default_periods(tab)) == 1  # the reference windows are outside this trace
+    # a report's periods share each job's leave-one-out start: the same figures, computed once
+    cache = {}
+    half = Period("half", per.start, per.start + 2 * 86400)
+    first = evaluate_period(tab, make_cluster(40), half, compat=compat_cluster("test"), loo_cache=cache)
+    n_half = len(cache)
+    assert 0 < n_half < 200
+    again = evaluate_period(tab, make_cluster(40), per, compat=compat_cluster("test"), loo_cache=cache)
+    assert len(cache) == 200
+    assert again["loo_mae_h"] == res["loo_mae_h"] and again["loo_median_h"] == res["loo_median_h"]
+    alone = evaluate_period(tab, make_cluster(40), half, compat=compat_cluster("test"))
+    assert first["loo_mae_h"] == alone["loo_mae_h"]
 
 
 def test_cli_replay_and_whatif(tmp_path, capsys):

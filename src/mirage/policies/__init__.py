@@ -27,7 +27,7 @@ os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
 _EXPORTS = {
     "Observation": "base", "Policy": "base", "first_submit_by_decide": "base",
-    "SampleSet": "data", "cost": "data",
+    "SampleSet": "mirage.outcomes", "cost": "mirage.outcomes",
     "POLICIES": "registry", "load_policy": "registry", "make_policy": "registry", "save_policy": "registry",
 }
 #: The policies that train a torch network (and so can use a GPU). Here rather than only in the
@@ -64,5 +64,8 @@ __all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "repli
 
 def __getattr__(name):
     if name in _EXPORTS:
-        return getattr(importlib.import_module(f"mirage.policies.{_EXPORTS[name]}"), name)
+        module = _EXPORTS[name]
+        if not module.startswith("mirage."):
+            module = f"mirage.policies.{module}"
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module 'mirage.policies' has no attribute {name!r}")

@@ -131,10 +131,13 @@ def replay_metrics(sim_daily: pd.Series, real_daily: pd.Series) -> dict:
 # ---------------------------------------------------------------------------- report
 def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period,
                     compat: ClusterDescription | None = None, user_max_jobs=None,
-                    baselines: bool = True, points: list | None = None) -> dict:
+                    baselines: bool = True, points: list | None = None,
+                    loo_cache: dict | None = None) -> dict:
     """All figures of one period; ``baselines=False`` skips the compat simulation (its entries
     then repeat the zero-wait ones and must not be read). With a list ``points``, the period's
-    leave-one-out jobs are appended to it as one table (see loo_points)."""
+    leave-one-out jobs are appended to it as one table (see loo_points). ``loo_cache``: trace
+    index -> leave-one-out start, shared by the periods of one report (a job's prediction does
+    not depend on the period it is scored in, and the windows lie inside the whole trace)."""
     compat = compat or compat_cluster(cluster.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
     long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
@@ -143,7 +146,13 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
                             "long_jobs": int(len(long_jobs))}}
-    loo_sim = loo_predictions(table, cluster, long_jobs, user_max_jobs=user_max_jobs)
+    if loo_cache is None:
+        loo_sim = loo_predictions(table, cluster, long_jobs, user_max_jobs=user_max_jobs)
+    else:
+        todo = np.array([i for i in long_jobs.tolist() if i not in loo_cache], dtype=np.int64)
+        loo_cache.update(zip(todo.tolist(), loo_predictions(
+            table, cluster, todo, user_max_jobs=user_max_jobs).tolist()))
+        loo_sim = np.array([loo_cache[i] for i in long_jobs.tolist()], dtype=np.int64)
     compat_starts = replay_starts(table, compat, period) if baselines else table.submit
     sim_starts = replay_starts(table, cluster, period, user_max_jobs=user_max_jobs)
     loo = {
@@ -235,8 +244,9 @@ def fidelity_report(table: JobTable, cluster: ClusterDescription, periods: list[
     every period's figures (the two reference windows and the whole trace). With a list
     ``points``, every period's leave-one-out jobs are appended to it (loo_points)."""
     periods = periods or default_periods(table)
-    per = [evaluate_period(table, cluster, p, user_max_jobs=user_max_jobs, points=points)
-           for p in periods]
+    cache: dict = {}  # each job's leave-one-out start, computed once for every period
+    per = [evaluate_period(table, cluster, p, user_max_jobs=user_max_jobs, points=points,
+                           loo_cache=cache) for p in periods]
     main = per[-1]
     report = {m: main[m] for m in METRICS}
     report["cluster"] = cluster.cluster
