@@ -1,0 +1,396 @@
+"""The twin policy: decide by simulating the observable queue forward many times (issue 17).
+
+At a decision point the policy sees a :class:`~mirage.features.queue.QueueView`, only what a
+user of the live cluster sees: the running jobs (size, limit, start, user), the pending queue in
+priority order (submit, size, limit, current priority, user), the capacity and the
+predecessor's submit, start and limit. Never the true runtimes nor the future arrivals of a
+trace. It draws K futures of that view (:meth:`TwinPolicy.draw_future`) from what :meth:`fit`
+learned on the training window:
+
+- the runtime of a job given its limit and user: each user's runtime/limit ratios (users with
+  at least ``min_user_jobs`` jobs), else the ratios of every job in the same limit bucket
+  (<=1, <=6, <=24, >24 h), else of every job; a running job's ratio is drawn conditioned on
+  exceeding its elapsed time (inverse CDF over the ratios left), so the point mass at 1
+  (jobs killed at their limit) is kept;
+- the arrivals over ``horizon_h`` hours: ``arrivals="weeks"`` (default) copies the jobs of a
+  random training week submitted in the same hour-of-week span, shifted to now (a week-block
+  bootstrap: bursts, the weekly cycle and the user mix come with it); ``"poisson"`` draws a
+  Poisson count per hour from the training rate of that hour of the week and resamples jobs
+  submitted in that hour of the week.
+
+Each drawn future is simulated with the successor submitted now by a callable the caller
+passes in (``simulate(view, future, cap_s=...) -> x_h``, +inf past the cap; the engine side is
+:func:`mirage.sim.twin.simulate_x`: the policies stage does not import the simulator), giving
+x = successor start - predecessor end in hours. The rule (``rule="quantile"``): submit now iff
+the tau = c_I / (c_I + c_O) quantile of the K values of x is positive (the newsvendor
+quantile: an interruption is expected at that level), beyond ``tolerance_s`` (60 s: a successor
+starting within a scheduler pass of the predecessor's end counts as uninterrupted; in a drawn
+world the predecessor ends exactly at its limit and a free successor follows seconds later).
+Only whether x exceeds the tolerance matters, so each draw is simulated only that far past the
+predecessor's end (``sign_only``), and the draws stop once the decision is settled
+(``early_stop``: the same decision as all K, exactly).
+
+Draw k at decision time ``now`` uses ``numpy.random.default_rng([seed, now, chain_nodes, k])``
+with the fit's seed: decisions are reproducible and do not depend on the order in which points
+or samples are evaluated, nor on anything outside the view.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mirage.errors import MirageError
+from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
+from mirage.policies.base import Policy
+
+WEEK_S = 7 * 86400
+#: seconds from the Monday 00:00 before the epoch to the epoch (1970-01-01 was a Thursday)
+_MONDAY_SHIFT_S = 3 * 86400
+#: upper edges (hours) of the pooled limit buckets; the last bucket is everything above
+LIMIT_BUCKETS_H = (1.0, 6.0, 24.0)
+RULES = ("quantile", "expected")
+ARRIVALS = ("weeks", "poisson")
+
+
+class TwinPolicyError(MirageError):
+    """The twin policy was used without what it needs (a trace to fit, a queue view)."""
+
+
+def _bucket(limit_s: np.ndarray) -> np.ndarray:
+    return np.searchsorted(np.asarray(LIMIT_BUCKETS_H) * 3600.0, np.asarray(limit_s, float),
+                           side="left")
+
+
+def hour_of_week(t_s) -> np.ndarray:
+    """0..167, Monday 00-01 h is 0 (naive cluster clock)."""
+    return ((np.asarray(t_s, dtype=np.int64) + _MONDAY_SHIFT_S) % WEEK_S) // 3600
+
+
+class TwinPolicy(Policy):
+    name = "twin"
+    needs_queue = True
+
+    def __init__(self, K: int = 32, horizon_h: float = 72.0, rule: str = "quantile",
+                 tau: float | None = None, c_I: float = 1.0, c_O: float = 0.5,
+                 arrivals: str = "weeks", min_user_jobs: int = 20, gate_h: float | None = None,
+                 sign_only: bool = True, early_stop: bool = True, cap_h: float = 48.0,
+                 tolerance_s: int = 60, step_s: int = 600):
+        self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
+                           arrivals=arrivals, min_user_jobs=min_user_jobs, gate_h=gate_h,
+                           sign_only=sign_only, early_stop=early_stop, cap_h=cap_h,
+                           tolerance_s=tolerance_s, step_s=step_s)
+
+    # ---- settings --------------------------------------------------------------------------
+    @property
+    def tau(self) -> float:
+        t = self.params["tau"]
+        return self.params["c_I"] / (self.params["c_I"] + self.params["c_O"]) if t is None else float(t)
+
+    def _check_params(self) -> None:
+        p = self.params
+        if p["rule"] not in RULES:
+            raise TwinPolicyError(f"twin: rule {p['rule']!r} unknown. Fix: use one of {RULES}")
+        if p["arrivals"] not in ARRIVALS:
+            raise TwinPolicyError(f"twin: arrivals {p['arrivals']!r} unknown. Fix: use one of {ARRIVALS}")
+        if int(p["K"]) < 1 or float(p["horizon_h"]) <= 0:
+            raise TwinPolicyError("twin: K must be >= 1 and horizon_h > 0. Fix: set them in the params")
+        if not 0.0 < self.tau < 1.0:
+            raise TwinPolicyError(f"twin: tau {self.tau} must lie in (0, 1). Fix: set tau or c_I, c_O")
+
+    # ---- fit -------------------------------------------------------------------------------
+    def fit(self, train=None, seed: int = 0, *, trace: pd.DataFrame | None = None) -> "TwinPolicy":
+        """Learn the runtime and arrival models from ``trace``, a canonical (clean) job table
+        of the training split; with an ``in_window`` column (mirage.traces.split) only the jobs
+        submitted inside the window count. ``train`` (the training samples) is not used."""
+        self._check_params()
+        if trace is None:
+            raise TwinPolicyError(
+                "twin: fit needs the training trace (the canonical job table). "
+                "Fix: pass trace=<train.parquet as a DataFrame>")
+        jobs = trace
+        if "in_window" in jobs.columns:
+            jobs = jobs[jobs["in_window"].astype(bool)]
+        need = ["submit", "start", "end", "time_limit_min", "nodes"]
+        jobs = jobs.dropna(subset=need)
+        if len(jobs) == 0:
+            raise TwinPolicyError("twin: the training trace has no complete job in its window. "
+                                  "Fix: pass the clean train.parquet of the split")
+        jobs = jobs.sort_values(["submit", "job_id"] if "job_id" in jobs else ["submit"],
+                                kind="stable")
+
+        def secs(col):
+            return jobs[col].to_numpy(dtype="datetime64[s]").astype(np.int64)
+
+        submit, start, end = secs("submit"), secs("start"), secs("end")
+        limit = jobs["time_limit_min"].to_numpy(dtype=np.int64) * 60
+        run = np.clip(end - start, 0, limit)
+        ratio = run / np.maximum(limit, 1)
+        users = (jobs["user"].astype("string").fillna("?").to_numpy(dtype=object)
+                 if "user" in jobs else np.full(len(jobs), "?", dtype=object))
+        tprio = (jobs["priority"].astype("Float64").fillna(0).to_numpy(dtype=np.float64)
+                 if "priority" in jobs else np.zeros(len(jobs)))
+        nodes = jobs["nodes"].to_numpy(dtype=np.int64)
+
+        # runtime model: one pool of sorted ratio arrays, addressed by (offset, length)
+        parts, offsets, pos = [], {}, 0
+
+        def add(key, values):
+            nonlocal pos
+            v = np.sort(np.asarray(values, dtype=np.float64))
+            parts.append(v)
+            offsets[key] = (pos, len(v))
+            pos += len(v)
+
+        names, counts = np.unique(users, return_counts=True)
+        for name, c in zip(names, counts):
+            if c >= int(self.params["min_user_jobs"]):
+                add(("user", str(name)), ratio[users == name])
+        buckets = _bucket(limit)
+        for b in range(len(LIMIT_BUCKETS_H) + 1):
+            if (buckets == b).any():
+                add(("bucket", b), ratio[buckets == b])
+        add(("all",), ratio)
+        self.ratio_pool_ = np.concatenate(parts)
+        self.ratio_index_ = offsets
+
+        # arrival model: the training jobs themselves, with their span and hour-of-week rates
+        self.arrival_jobs_ = {"submit": submit, "nodes": nodes, "limit_s": limit, "run": run,
+                              "user": users, "tprio": tprio}
+        lo = int(pd.Timestamp(submit.min(), unit="s").floor("D").value // 10**9)
+        hi = int(pd.Timestamp(submit.max(), unit="s").ceil("D").value // 10**9)
+        hi = max(hi, lo + 86400)
+        self.span_ = (lo, hi)
+        # hours of the week covered by the span, and the jobs submitted in each
+        hours = np.arange(lo, hi, 3600, dtype=np.int64)
+        covered = np.bincount(hour_of_week(hours), minlength=168).astype(np.float64)
+        how = hour_of_week(submit)
+        per_hour = np.bincount(how, minlength=168).astype(np.float64)
+        self.hour_rate_ = np.divide(per_hour, covered, out=np.zeros(168), where=covered > 0)
+        order = np.argsort(how, kind="stable")
+        self.hour_jobs_ = (order, np.searchsorted(how[order], np.arange(169)))
+        self.succ_tprio_ = float(np.median(tprio))
+        self.seed_ = int(seed)
+        return self
+
+    def _fitted(self) -> None:
+        if getattr(self, "ratio_pool_", None) is None:
+            raise RuntimeError(f"{self.name} policy is not fitted; call fit() first")
+
+    # ---- runtime model ---------------------------------------------------------------------
+    def _support(self, user: str, limit_s: int, elapsed_s: int) -> tuple[int, int]:
+        """(first index, count) in ratio_pool_ of the ratios r with r * limit > elapsed, from the
+        user's own ratios, else the limit bucket's, else all; (−1, 0): none (runs to its limit)."""
+        thr = elapsed_s / max(int(limit_s), 1)
+        idx = self.ratio_index_
+        pool = self.ratio_pool_
+        for key in (("user", user), ("bucket", int(_bucket([limit_s])[0])), ("all",)):
+            hit = idx.get(key)
+            if hit is None:
+                continue
+            off, n = hit
+            lo = int(np.searchsorted(pool[off:off + n], thr, side="right"))
+            if lo < n:
+                return off + lo, n - lo
+        return -1, 0
+
+    def _supports(self, users, limits, elapsed) -> tuple[np.ndarray, np.ndarray]:
+        out = [self._support(str(u), int(lim), int(el)) for u, lim, el in zip(users, limits, elapsed)]
+        if not out:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        a = np.asarray(out, dtype=np.int64)
+        return a[:, 0], a[:, 1]
+
+    def _draw_runs(self, rng: np.random.Generator, support, limits, elapsed) -> np.ndarray:
+        first, count = support
+        limits = np.asarray(limits, dtype=np.int64)
+        elapsed = np.asarray(elapsed, dtype=np.int64)
+        u = rng.random(len(limits))
+        ratio = np.ones(len(limits))
+        has = count > 0
+        if has.any():
+            ratio[has] = self.ratio_pool_[first[has] + np.minimum(
+                (u[has] * count[has]).astype(np.int64), count[has] - 1)]
+        run = np.ceil(ratio * limits).astype(np.int64)
+        return np.minimum(np.maximum(run, elapsed + 1), np.maximum(limits, elapsed + 1))
+
+    def draw_runtimes(self, rng: np.random.Generator, users, limits_s, elapsed_s) -> np.ndarray:
+        """Total runtimes (s) of jobs of these users and limits that have run ``elapsed_s`` (0 for
+        pending jobs): each > its elapsed time and <= its limit."""
+        self._fitted()
+        return self._draw_runs(rng, self._supports(users, limits_s, elapsed_s), limits_s, elapsed_s)
+
+    # ---- arrival model ---------------------------------------------------------------------
+    def draw_arrivals(self, rng: np.random.Generator, now: int, capacity: int) -> dict:
+        """The jobs submitted in (now, now + horizon]: dict of arrays sorted by submit."""
+        self._fitted()
+        H = int(round(float(self.params["horizon_h"]) * 3600))
+        J = self.arrival_jobs_
+        if self.params["arrivals"] == "weeks":
+            idx, submit = self._week_block(rng, now, H)
+        else:
+            idx, submit = self._poisson(rng, now, H)
+        keep = J["nodes"][idx] <= capacity  # a job larger than the cluster cannot be submitted
+        idx, submit = idx[keep], submit[keep]
+        order = np.argsort(submit, kind="stable")
+        idx, submit = idx[order], submit[order]
+        return {"submit": submit, "nodes": J["nodes"][idx], "limit_s": J["limit_s"][idx],
+                "run": J["run"][idx], "user": J["user"][idx], "tprio": J["tprio"][idx]}
+
+    def _week_block(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray]:
+        lo, hi = self.span_
+        sub = self.arrival_jobs_["submit"]
+        # source windows (s, s + H] inside the training span, s = now - m weeks (same hours of
+        # the week); without one (a span shorter than a week + H), any s in the span
+        m_min = -((-(now - (hi - H))) // WEEK_S)  # ceil
+        m_max = (now - lo) // WEEK_S
+        if m_min <= m_max:
+            s = now - int(rng.integers(m_min, m_max + 1)) * WEEK_S
+        elif hi - H > lo:
+            s = int(rng.integers(lo, hi - H + 1))
+        else:
+            s = lo  # the span is shorter than the horizon: its jobs once, no more
+        a, b = np.searchsorted(sub, [s, s + H], side="right")
+        idx = np.arange(a, b)
+        return idx, sub[idx] - s + now
+
+    def _poisson(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray]:
+        order, bounds = self.hour_jobs_
+        idx, subs = [], []
+        t = now
+        while t < now + H:
+            span = min(3600, now + H - t)
+            h = int(hour_of_week(t))
+            n_in = bounds[h + 1] - bounds[h]
+            if n_in:
+                k = rng.poisson(self.hour_rate_[h] * span / 3600.0)
+                if k:
+                    idx.append(order[bounds[h] + rng.integers(0, n_in, k)])
+                    subs.append(t + 1 + rng.integers(0, span, k))
+            t += span
+        if not idx:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate(idx), np.concatenate(subs).astype(np.int64)
+
+    # ---- futures ---------------------------------------------------------------------------
+    def rng_for(self, view: QueueView, k: int) -> np.random.Generator:
+        self._fitted()
+        return np.random.default_rng([self.seed_, int(view.now), int(view.chain_nodes), int(k)])
+
+    def draw_future(self, view: QueueView, rng: np.random.Generator, _supports=None) -> QueueFuture:
+        """One future of ``view``: runtimes of its running jobs (each beyond its elapsed time) and
+        pending jobs, and the arrivals over the horizon."""
+        self._fitted()
+        if _supports is None:
+            _supports = self._view_supports(view)
+        run_sup, pend_sup = _supports
+        running_run = self._draw_runs(rng, run_sup, view.running_limit_s, view.running_elapsed_s)
+        pending_run = self._draw_runs(rng, pend_sup, view.pending_limit_s,
+                                      np.zeros(view.n_pending, np.int64))
+        arr = self.draw_arrivals(rng, view.now, view.capacity)
+        return QueueFuture(
+            running_run=running_run, pending_run=pending_run, arrival_submit=arr["submit"],
+            arrival_nodes=arr["nodes"], arrival_limit_s=arr["limit_s"], arrival_run=arr["run"],
+            arrival_user=arr["user"], arrival_tprio=arr["tprio"], succ_tprio=self.succ_tprio_)
+
+    def _view_supports(self, view: QueueView):
+        return (self._supports(view.running_user, view.running_limit_s, view.running_elapsed_s),
+                self._supports(view.pending_user, view.pending_limit_s,
+                               np.zeros(view.n_pending, np.int64)))
+
+    # ---- the decision ----------------------------------------------------------------------
+    @property
+    def tolerance_h(self) -> float:
+        """An interruption up to this long counts as none: the successor then starts within a
+        scheduler pass of the predecessor's end (in a drawn world the predecessor ends at its
+        limit and the successor follows it seconds later, as a reactive handover does)."""
+        return float(self.params["tolerance_s"]) / 3600.0
+
+    def rule(self, x_h: np.ndarray) -> bool:
+        """Submit iff the tau quantile of the drawn x (hours; +inf: not started within the
+        simulated span) exceeds the tolerance."""
+        x = np.asarray(x_h, dtype=np.float64)
+        return bool(np.quantile(x, self.tau, method="inverted_cdf") > self.tolerance_h)
+
+    def _settled(self, n_pos: int, n_nonpos: int) -> bool | None:
+        """The decision all K draws would give, once these counts already fix it; else None."""
+        K = int(self.params["K"])
+        m = int(np.ceil(self.tau * K - 1e-9))  # the quantile is the m-th smallest of K
+        if n_nonpos >= m:
+            return False
+        if n_pos >= K - m + 1:
+            return True
+        return None
+
+    def gated(self, view: QueueView) -> bool:
+        """True when ``gate_h`` says wait without simulating (the predecessor is pending, or
+        has more than gate_h hours left)."""
+        g = self.params["gate_h"]
+        if g is None:
+            return False
+        return (not view.pred_running) or (view.pred_end - view.now) > float(g) * 3600
+
+    def evaluate_view(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
+        """``(submit now?, x_h of the K draws)``; x is NaN for draws not simulated (gate, early
+        stop). ``simulate(view, future, cap_s=...)`` returns one draw's x_h (+inf when the
+        successor has not started ``cap_s`` after the predecessor's end)."""
+        self._fitted()
+        K = int(self.params["K"])
+        x = np.full(K, np.nan)
+        if self.gated(view):
+            return False, x
+        supports = self._view_supports(view)
+        sign_only = bool(self.params["sign_only"])
+        # only whether x exceeds the tolerance matters to the rule: simulate that far
+        cap_s = int(self.params["tolerance_s"]) if sign_only else int(round(float(self.params["cap_h"]) * 3600))
+        n_pos = n_nonpos = 0
+        for k in range(K):
+            future = self.draw_future(view, self.rng_for(view, k), supports)
+            x[k] = float(simulate(view, future, cap_s=cap_s))
+            if x[k] > self.tolerance_h:
+                n_pos += 1
+            else:
+                n_nonpos += 1
+            if self.params["early_stop"]:
+                settled = self._settled(n_pos, n_nonpos)
+                if settled is not None:
+                    return settled, x
+        return self.rule(x), x
+
+    def evaluate_pair(self, view: QueueView, simulate_pair) -> tuple[bool, np.ndarray]:
+        """The ``expected`` rule: ``(submit now?, (K, 2) x_h now and one step later)``. Each draw
+        is simulated twice with common random numbers (``simulate_pair(view, future,
+        step_s=..., cap_s=...) -> (x_now, x_next)``); submit iff the mean cost of submitting
+        now is below that of waiting one step. Unlike the quantile rule it sees that where the
+        successor would start only on the predecessor's own nodes, submitting early buys
+        nothing and risks the overlap of the draws where it would start at once."""
+        self._fitted()
+        K = int(self.params["K"])
+        x = np.full((K, 2), np.nan)
+        if self.gated(view):
+            return False, x
+        supports = self._view_supports(view)
+        cap_s = int(round(float(self.params["cap_h"]) * 3600))
+        for k in range(K):
+            future = self.draw_future(view, self.rng_for(view, k), supports)
+            x[k] = simulate_pair(view, future, step_s=int(self.params["step_s"]), cap_s=cap_s)
+        c_I, c_O = float(self.params["c_I"]), float(self.params["c_O"])
+        cost = c_I * np.maximum(x, 0.0) + c_O * np.maximum(-x, 0.0)
+        now, wait = cost.mean(axis=0)
+        return bool(now < wait), x
+
+    def decide_view(self, view: QueueView, simulate) -> bool:
+        """Submit now? ``simulate``: the engine's ``simulate_x`` for the quantile rule, its
+        ``simulate_pair`` for the expected rule (mirage.sim.twin)."""
+        if self.params["rule"] == "expected":
+            return self.evaluate_pair(view, simulate)[0]
+        return self.evaluate_view(view, simulate)[0]
+
+    # ---- the table interface: the twin needs the queue, which the sample tables lack ---------
+    def submit_mask(self, points, windows=None):
+        raise TwinPolicyError(
+            "twin decides from the observable queue, which the sample tables do not hold. "
+            "Fix: evaluate it with mirage.samples.twin.run_twin (or call decide_view)")
+
+
+__all__ = ["TwinPolicy", "TwinPolicyError", "SERVICE_NAME", "hour_of_week"]

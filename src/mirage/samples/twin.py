@@ -1,0 +1,111 @@
+"""Evaluating the twin policy on a sample set: each sample's episode re-run, the twin asked at
+each decision point with the queue the simulation shows there.
+
+The sample tables hold aggregates only (mirage.outcomes), not the queue the twin reads, so each
+sample's :class:`~mirage.samples.generate.Episode` is re-run on the same split trace and cluster
+description (a fraction of a second per sample) and checked against the stored points (same t
+and k at every point, same features), which catches a wrong trace, mode or cluster file. The
+twin stops the episode at its first submit; the outcome is the stored x_h of that point (the
+table semantics, which tests/samples/test_closed_loop.py ties to the closed loop).
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+import pandas as pd
+
+from mirage.errors import MirageError
+from mirage.outcomes import SampleSet
+from mirage.samples.generate import Episode, SampleSpec
+from mirage.sim import JobTable
+from mirage.sim.twin import simulate_pair, simulate_x, view_from_sim
+
+
+class TwinEvalError(MirageError):
+    """The re-run episode does not match the stored sample."""
+
+
+def spec_of(sample: pd.Series | dict) -> SampleSpec:
+    return SampleSpec(int(sample["sample_id"]), str(sample["cluster"]), str(sample["split"]),
+                      int(sample["chain_nodes"]), pd.Timestamp(sample["sample_start"]))
+
+
+def _check_point(spec: SampleSpec, row: dict, stored: pd.Series | None, check_features: bool) -> None:
+    if stored is None:
+        raise TwinEvalError(f"sample {spec.sample_id}: the episode has point k={row['k']}, the "
+                            "stored sample has fewer. Fix: pass the trace, cluster and mode the "
+                            "samples were generated with")
+    if pd.Timestamp(row["t"]) != pd.Timestamp(stored["t"]):
+        raise TwinEvalError(f"sample {spec.sample_id} point {row['k']}: episode t {row['t']} != "
+                            f"stored t {stored['t']}. Fix: pass the trace, cluster and mode the "
+                            "samples were generated with")
+    if check_features:
+        cols = [c for c in row if (c.startswith("f_") or c.startswith("pred_")) and c in stored.index]
+        a = np.array([row[c] for c in cols], dtype=np.float64)
+        b = stored[cols].to_numpy(dtype=np.float64, na_value=np.nan)
+        if not np.allclose(a, b, rtol=1e-5, atol=1e-6, equal_nan=True):
+            bad = [c for c, x, y in zip(cols, a, b) if not np.isclose(x, y, rtol=1e-5, atol=1e-6,
+                                                                    equal_nan=True)]
+            raise TwinEvalError(f"sample {spec.sample_id} point {row['k']}: features {bad} differ "
+                                "from the stored point. Fix: pass the trace, cluster and mode the "
+                                "samples were generated with")
+
+
+def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
+                     points: pd.DataFrame | None = None, *, check_features: bool = True,
+                     simulate=None) -> tuple[int, list[dict]]:
+    """``(k, timing rows)``: the decision point of the twin's first submit in ``spec``'s episode
+    (the last point, the reactive one, when it never submits), and one row per point asked.
+    ``points``: the stored points of the sample, checked point by point (None: no check)."""
+    ep = Episode(table, cluster, spec)
+    expected = policy.params.get("rule") == "expected"
+    if simulate is None:
+        simulate = partial(simulate_pair if expected else simulate_x, cluster=cluster)
+    stored = None if points is None else points.sort_values("k").set_index("k", drop=False)
+    timing = []
+    for t, row in ep:
+        k = int(row["k"])
+        if stored is not None:
+            _check_point(spec, row, stored.loc[k] if k in stored.index else None, check_features)
+        start = ep.pred_start()
+        if start >= 0 and t >= start + ep.limit_s:  # the predecessor's end submits regardless
+            if stored is not None and k != int(stored["k"].iloc[-1]):
+                raise TwinEvalError(f"sample {spec.sample_id}: the episode ends at k={k}, the "
+                                    f"stored sample at k={int(stored['k'].iloc[-1])}")
+            timing.append({"sample_id": spec.sample_id, "k": k, "draws": 0, "seconds": 0.0,
+                           "n_running": np.nan, "n_pending": np.nan, "submit": True,
+                           "reactive": True})
+            return k, timing
+        t0 = time.perf_counter()
+        view = view_from_sim(ep.sim, t, pred_jid=ep.pred, pred_submit=ep.t_pred,
+                             pred_limit_s=ep.limit_s, chain_nodes=spec.chain_nodes)
+        submit, x = (policy.evaluate_pair if expected else policy.evaluate_view)(view, simulate)
+        timing.append({"sample_id": spec.sample_id, "k": k, "draws": int((~np.isnan(np.reshape(x, (len(x), -1))[:, 0])).sum()),
+                       "seconds": time.perf_counter() - t0, "n_running": view.n_running,
+                       "n_pending": view.n_pending, "submit": bool(submit), "reactive": False})
+        if submit:
+            return k, timing
+    raise AssertionError("unreachable: the predecessor's end always submits")
+
+
+def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=None,
+             check_features: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The twin's first submit on every sample of ``data`` (or ``sample_ids``): a frame
+    ``sample_id, k, x_h, n_points, reactive_x_h`` (x_h: the stored outcome of that point), and
+    the timing frame (one row per decision point asked: draws simulated, seconds)."""
+    samples = data.samples.set_index("sample_id", drop=False)
+    ids = samples.index if sample_ids is None else pd.Index(sample_ids)
+    by_sample = dict(tuple(data.points.groupby("sample_id", sort=False)))
+    rows, timing = [], []
+    for sid in ids:
+        sample = samples.loc[sid]
+        pts = by_sample[sid].sort_values("k").reset_index(drop=True)
+        k, tim = run_twin_episode(policy, table, cluster, spec_of(sample), pts,
+                                  check_features=check_features)
+        timing.extend(tim)
+        rows.append({"sample_id": int(sid), "k": k, "x_h": float(pts["x_h"].iloc[k]),
+                     "n_points": len(pts), "reactive_x_h": float(pts["x_h"].iloc[-1])})
+    return pd.DataFrame(rows), pd.DataFrame(timing)

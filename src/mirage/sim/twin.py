@@ -1,0 +1,224 @@
+"""The engine side of the twin policy (mirage.policies.twin): the observable queue read off a
+running simulation, and one drawn future of it simulated with the successor submitted now.
+
+:func:`view_from_sim` copies only what ``squeue``/``sinfo`` would show: the running jobs' start,
+size, limit and user (the limit-based expected end of :meth:`Simulator.running_jobs`, never
+the record's true end), the pending jobs' queue entry, size, limit, current priority and user
+in priority order (never the record's runtime), the capacity now (never the schedule ahead).
+
+:func:`simulate_x` builds a fresh world from a view and a :class:`QueueFuture` alone (a job
+table: running jobs with their drawn ends, pending jobs with their real queue entry and the
+priority the view shows, the drawn arrivals), warm-starts it at the view's time, submits the
+successor and runs until it starts. It never reads the simulation the view came from.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
+
+from .cluster import ClusterDescription
+from .engine import (
+    R_DEP, R_JID, R_LIMIT, R_NODES, R_STATIC, R_SUBMIT, R_USER, SERVICE_USER, Simulator,
+)
+from .jobs import NO_DEP, JobTable
+from .warmstart import warm_start
+
+#: the predecessor must start within this long in a drawn world, or the draw counts as +inf
+PRED_MAX_WAIT_S = 30 * 86400
+#: a pending job's placeholder start (never reached) is this far past the view's time
+_FAR_S = 10**8
+
+
+def _user_name(table: JobTable, u: int) -> str:
+    if u == SERVICE_USER:
+        return SERVICE_NAME
+    if 0 <= u < len(table.users):
+        return table.users[u]
+    return f"<user {u}>"
+
+
+def current_priority(sim: Simulator, static: float, submit: int, now: int) -> float:
+    """A pending job's total priority at ``now``, as Slurm shows it (squeue %Q): its static
+    part plus the age factor (capped at the maximum age where the description caps it)."""
+    s = sim.s
+    age = now - submit
+    if s.age_capped and age > s.max_age:
+        age = s.max_age
+    return float(static + s.age_rate * age)
+
+
+def view_from_sim(sim: Simulator, now: int, *, pred_jid: int, pred_submit: int, pred_limit_s: int,
+                  chain_nodes: int) -> QueueView:
+    """The observable queue of ``sim`` standing at ``now`` (call after ``sim.run_until(now)``).
+    ``pred_jid``: the predecessor (inserted job), described by the pred_* fields only."""
+    table = sim.table
+    names = {}
+
+    def name(u):
+        if u not in names:
+            names[u] = _user_name(table, u)
+        return names[u]
+
+    rn, rl, rs, ru, rid = [], [], [], [], []
+    for jid, start, expected_end, n, u in sim.running_jobs():
+        if jid == pred_jid:
+            continue
+        rid.append(jid)
+        rn.append(n)
+        rl.append(expected_end - start)  # limit-based: the true end is never read
+        rs.append(start)
+        ru.append(name(u))
+    ps, pn, pl, pp, pu, pid, pdep = [], [], [], [], [], [], []
+    pred_priority = float("nan")
+    live = sim.live
+    for r in sim._ordered():
+        # observable fields only: never R_RUN (the true runtime); the dependency only while it
+        # holds the job (squeue %E shows it unfulfilled: the job waited on is queued or running)
+        prio = current_priority(sim, r[R_STATIC], r[R_SUBMIT], now)
+        if r[R_JID] == pred_jid:
+            pred_priority = prio
+            continue
+        dep = r[R_DEP]
+        pid.append(r[R_JID])
+        pdep.append(dep if dep >= 0 and dep in live and dep != pred_jid else -1)
+        ps.append(r[R_SUBMIT])
+        pn.append(r[R_NODES])
+        pl.append(r[R_LIMIT])
+        pp.append(prio)
+        pu.append(name(r[R_USER]))
+    return QueueView(
+        now=now, capacity=sim.cap,
+        running_nodes=rn, running_limit_s=rl, running_start=rs, running_user=ru,
+        pending_submit=ps, pending_nodes=pn, pending_limit_s=pl, pending_priority=pp,
+        pending_user=pu, running_id=rid, pending_id=pid, pending_dep=pdep,
+        pred_submit=pred_submit, pred_start=sim.starts.get(pred_jid, -1),
+        pred_limit_s=pred_limit_s, chain_nodes=chain_nodes, pred_priority=pred_priority)
+
+
+def twin_cluster(cluster: ClusterDescription, view: QueueView) -> ClusterDescription:
+    """The description a drawn world is simulated with: the cluster's scheduler, the capacity
+    seen now, and no inference from recorded times (a drawn world has none)."""
+    return cluster.with_(infer_dependencies=False, infer_holds=False, pin_idle_waiters=False,
+                         capacity=((int(view.now), int(view.capacity)),), capacity_infer=False)
+
+
+def _tprio(cluster: ClusterDescription, priority: np.ndarray, nodes: np.ndarray,
+           age_s: np.ndarray) -> np.ndarray:
+    """The recorded-priority component that gives ``priority`` under ``cluster``'s weights
+    (the inverse of the engine's static + age factor); 0 where the weight is 0."""
+    pr = cluster.priority
+    w_trace = float(pr.weight_trace)
+    if w_trace == 0:
+        return np.zeros(len(priority))
+    max_age = max(1, int(pr.max_age_s))
+    age = np.minimum(age_s, max_age) if (pr.age_capped and pr.weight_age > 0) else age_s
+    age_part = float(pr.weight_age) / max_age * age
+    size_part = float(pr.weight_size) / float(cluster.nodes) * nodes
+    return (np.asarray(priority, float) - age_part - size_part) / w_trace
+
+
+def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescription) -> tuple[JobTable, int]:
+    """The drawn world as a job table, and the predecessor's index in it."""
+    now = int(view.now)
+    far = now + _FAR_S
+    nr, npd, na = view.n_running, view.n_pending, future.n_arrivals
+    pred_run = view.pred_running
+    # rows: running jobs, pending jobs, the predecessor, arrivals
+    submit = np.concatenate([view.running_start, view.pending_submit, [view.pred_submit],
+                             future.arrival_submit]).astype(np.int64)
+    p_run = int(view.pred_limit_s)
+    start = np.concatenate([view.running_start, np.full(npd, far),
+                            [view.pred_start if pred_run else far], np.full(na, far)]).astype(np.int64)
+    run = np.concatenate([future.running_run, future.pending_run, [p_run],
+                          future.arrival_run]).astype(np.int64)
+    limit = np.concatenate([view.running_limit_s, view.pending_limit_s, [view.pred_limit_s],
+                            future.arrival_limit_s]).astype(np.int64)
+    run = np.minimum(run, limit)
+    nodes = np.concatenate([view.running_nodes, view.pending_nodes, [view.chain_nodes],
+                            future.arrival_nodes]).astype(np.int64)
+    pend_tprio = _tprio(cluster, view.pending_priority, view.pending_nodes,
+                        now - view.pending_submit)
+    if not pred_run and np.isfinite(view.pred_priority):
+        pred_tprio = _tprio(cluster, np.array([view.pred_priority]), np.array([view.chain_nodes]),
+                            np.array([now - view.pred_submit]))[0]
+    else:
+        pred_tprio = future.succ_tprio
+    tprio = np.concatenate([np.zeros(nr), pend_tprio, [pred_tprio],
+                            np.asarray(future.arrival_tprio, float)])
+    user_names = np.concatenate([view.running_user, view.pending_user, [SERVICE_NAME],
+                                 np.asarray(future.arrival_user, dtype=object)])
+    uniq, codes = np.unique(user_names.astype(str), return_inverse=True)
+    codes = codes.astype(np.int64)
+    service = np.flatnonzero(uniq == SERVICE_NAME)
+    if len(service):
+        codes[codes == service[0]] = SERVICE_USER
+    # a pending job's dependency: the row of the running or pending job it waits on
+    dep = np.full(len(submit), NO_DEP, dtype=np.int64)
+    row_of = {int(j): r for r, j in enumerate(np.concatenate([view.running_id, view.pending_id]))
+              if j >= 0}
+    for k, d in enumerate(view.pending_dep.tolist()):
+        if d >= 0 and d in row_of:
+            dep[nr + k] = row_of[d]
+    # submit order; ties keep the row order (running, then pending by priority, ...)
+    order = np.argsort(submit, kind="stable")
+    n = len(order)
+    position = np.empty(n, dtype=np.int64)
+    position[order] = np.arange(n)
+    pred_index = int(position[nr + npd])
+    dep = np.where(dep >= 0, position[np.maximum(dep, 0)], NO_DEP)
+    tab = JobTable(
+        job_id=np.arange(n).astype(str).astype(object), submit=submit[order], start=start[order],
+        end=(start + run)[order], limit=limit[order], run=run[order], nodes=nodes[order],
+        user=codes[order], tprio=tprio[order], dep=dep[order],
+        users=tuple(str(u) for u in uniq))
+    return tab, pred_index
+
+
+def simulate_x(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
+               cap_s: int = 48 * 3600) -> float:
+    """x_h = successor start - predecessor end (hours) in the world of ``view`` + ``future``
+    with the successor (the predecessor's size and limit, the service's user) submitted at
+    ``view.now``; +inf when it has not started ``cap_s`` after the predecessor's end (a caller
+    that wants only whether x exceeds a tolerance passes that tolerance as ``cap_s``)."""
+    cl = twin_cluster(cluster, view)
+    tab, pred = world_table(view, future, cl)
+    sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
+    return _probe_x(sim, view, pred, int(view.now), future.succ_tprio, cap_s)
+
+
+def _probe_x(sim, view: QueueView, pred: int, submit: int, succ_tprio: float, cap_s: int) -> float:
+    """x_h of a successor submitted at ``submit`` in ``sim`` (standing at the view's time);
+    +inf when it has not started ``cap_s`` after the predecessor's end."""
+    probe = sim.insert_job(int(submit), int(view.chain_nodes), int(view.pred_limit_s),
+                           user=SERVICE_USER, priority=float(succ_tprio))
+    if view.pred_running:
+        pred_end = int(view.pred_end)
+    else:
+        if not sim.run_until(int(view.now) + PRED_MAX_WAIT_S, stop_jid=pred):
+            return float("inf")
+        pred_end = int(sim.now) + int(view.pred_limit_s)
+    if probe not in sim.starts and not sim.run_until(pred_end + int(cap_s), stop_jid=probe):
+        return float("inf")
+    return (sim.starts[probe] - pred_end) / 3600.0
+
+
+def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
+                  step_s: int = 600, cap_s: int = 48 * 3600) -> tuple[float, float]:
+    """(x_h submitting now, x_h submitting ``step_s`` later) in one drawn world (common random
+    numbers: the same runtimes and arrivals for both); each capped at ``cap_s`` past the
+    predecessor's end (the value then is the cap, a lower bound). The later submission is
+    never after the predecessor's end."""
+    cl = twin_cluster(cluster, view)
+    tab, pred = world_table(view, future, cl)
+    sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
+    later = sim.fork()
+    now = int(view.now)
+    x_now = _probe_x(sim, view, pred, now, future.succ_tprio, cap_s)
+    nxt = now + int(step_s)
+    if view.pred_running:
+        nxt = min(nxt, int(view.pred_end))
+    x_next = _probe_x(later, view, pred, nxt, future.succ_tprio, cap_s)
+    cap_h = cap_s / 3600.0
+    return min(x_now, cap_h), min(x_next, cap_h)

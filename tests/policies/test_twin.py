@@ -1,0 +1,288 @@
+"""The twin policy (issue 17): decides from the observable queue only, reproducibly, and
+simulating forward pays where the signal is clear."""
+
+import inspect
+from dataclasses import fields
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mirage.features.queue import QueueView
+from mirage.policies.twin import TwinPolicy, TwinPolicyError
+from mirage.samples.generate import Episode, SampleSpec, generate_sample
+from mirage.samples.twin import run_twin_episode
+from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
+from mirage.sim.engine import R_JID
+from mirage.sim.synth import synthesize
+from mirage.sim.twin import simulate_x, view_from_sim
+from mirage.sim.whatif import what_if
+
+SPEC = SampleSpec(1, "ls6", "validation", 8, pd.Timestamp("2023-01-04 08:00"))
+K_POINT = 325  # the predecessor runs, about 10.7 h left
+
+
+def _cluster():
+    # inferred dependencies come from recorded starts and ends: a planted end would change them
+    return load_cluster("ls6").with_(infer_dependencies=False)
+
+
+@pytest.fixture(scope="module")
+def world():
+    jobs = synthesize("ls6", start="2023-01-01", days=12, seed=3)
+    return jobs, JobTable.from_frame(jobs), _cluster()
+
+
+def _view_at(table, cluster, spec, k):
+    """The episode standing at point k: (episode, t, view)."""
+    ep = Episode(table, cluster, spec)
+    for t, row in ep:
+        if row["k"] == k:
+            view = view_from_sim(ep.sim, t, pred_jid=ep.pred, pred_submit=ep.t_pred,
+                                 pred_limit_s=ep.limit_s, chain_nodes=spec.chain_nodes)
+            return ep, t, view
+    raise AssertionError(f"the episode has no point {k}")
+
+
+def _fit(jobs, seed=0, **kw):
+    return TwinPolicy(**{"K": 8, **kw}).fit(trace=jobs, seed=seed)
+
+
+def _same_x(a, b):
+    return np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+
+
+# ---- 1. the future of the trace never reaches the decision ---------------------------------
+def test_planted_future_changes_nothing_the_twin_sees(world):
+    jobs, table, cluster = world
+    ep1, t, view1 = _view_at(table, cluster, SPEC, K_POINT)
+    assert view1.pred_running and view1.n_running > 0 and view1.n_pending > 0
+    policy = _fit(jobs, early_stop=False)
+    simulate = partial(simulate_x, cluster=cluster)
+    d1, x1 = policy.evaluate_view(view1, simulate)
+    truth1 = what_if(ep1.sim.snapshot(), t, SPEC.chain_nodes, 2880, SERVICE_USER, reuse=False)
+
+    # plant a future: every job running or pending at t runs to its limit, and a burst of
+    # large jobs arrives within the next two hours
+    sim = ep1.sim
+    running = [jid for jid, *_ in sim.running_jobs() if jid < table.n]
+    pending = [r[R_JID] for r in sim.pending if r[R_JID] < table.n]
+    planted = jobs.sort_values(["submit", "job_id"], kind="stable").reset_index(drop=True)
+    touched = np.array(running + pending)
+    limit = pd.to_timedelta(planted.loc[touched, "time_limit_min"].astype("int64"), unit="min")
+    changed = planted.loc[touched, "end"] != planted.loc[touched, "start"] + limit
+    assert changed.sum() > 10  # the plant changes many runtimes
+    planted.loc[touched, "end"] = planted.loc[touched, "start"] + limit
+    median = float(np.median(table.tprio))
+    assert median == int(median)  # the burst keeps the median priority (the service's)
+    users = sorted(planted["user"].dropna().unique())[:5]
+    burst = pd.DataFrame({
+        "cluster": "ls6", "job_id": [f"9{i:06d}" for i in range(12)],
+        "user": [users[i % len(users)] for i in range(12)],
+        "submit": pd.Timestamp(t, unit="s") + pd.to_timedelta(600 + 500 * np.arange(12), unit="s"),
+        "time_limit_min": 2880, "nodes": 16, "priority": int(median)})
+    burst["start"] = burst["submit"] + pd.Timedelta(hours=1)
+    burst["end"] = burst["start"] + pd.Timedelta(hours=48)
+    planted = pd.concat([planted, burst.astype({c: planted[c].dtype for c in burst.columns})],
+                        ignore_index=True)
+    table2 = JobTable.from_frame(planted)
+
+    ep2, t2, view2 = _view_at(table2, cluster, SPEC, K_POINT)
+    assert t2 == t
+    assert view2.equals(view1)
+    d2, x2 = policy.evaluate_view(view2, simulate)
+    assert d2 == d1
+    assert _same_x(x2, x1)
+    assert np.isfinite(x1).sum() + np.isinf(x1).sum() == policy.params["K"]
+    # the test has teeth: the true outcome of submitting now differs between the two worlds
+    truth2 = what_if(ep2.sim.snapshot(), t, SPEC.chain_nodes, 2880, SERVICE_USER, reuse=False)
+    assert truth2 != truth1
+
+
+def test_queue_view_has_no_runtime_or_future_field():
+    names = {f.name for f in fields(QueueView)}
+    leaky = [n for n in names if n in ("run", "end", "runtime") or n.endswith(("_run", "_end"))
+             or any(w in n for w in ("future", "arrival", "runtime"))]
+    assert not leaky, leaky
+    assert "pending_priority" in names and "running_start" in names
+
+
+# ---- 2. determinism ------------------------------------------------------------------------
+def test_decisions_are_seeded_and_order_free(world):
+    jobs, table, cluster = world
+    simulate = partial(simulate_x, cluster=cluster)
+    views = []
+    ep = Episode(table, cluster, SPEC)
+    for t, row in ep:
+        if row["k"] in (300, K_POINT):
+            views.append(view_from_sim(ep.sim, t, pred_jid=ep.pred, pred_submit=ep.t_pred,
+                                       pred_limit_s=ep.limit_s, chain_nodes=SPEC.chain_nodes))
+        if row["k"] == K_POINT:
+            break
+    a, b = _fit(jobs, early_stop=False), _fit(jobs, early_stop=False)
+    forward = [a.evaluate_view(v, simulate) for v in views]
+    backward = [b.evaluate_view(v, simulate) for v in reversed(views)][::-1]
+    for (d1, x1), (d2, x2) in zip(forward, backward):
+        assert d1 == d2 and _same_x(x1, x2)
+    # the drawn futures depend on the seed
+    other = _fit(jobs, seed=1, early_stop=False)
+    fa = a.draw_future(views[1], a.rng_for(views[1], 0))
+    fo = other.draw_future(views[1], other.rng_for(views[1], 0))
+    assert not (np.array_equal(fa.running_run, fo.running_run)
+                and np.array_equal(fa.arrival_submit, fo.arrival_submit))
+    # early stopping gives the decision of all K draws
+    early = _fit(jobs, early_stop=True)
+    for v, (d, _) in zip(views, forward):
+        assert early.decide_view(v, simulate) == d
+
+
+def test_drawn_runtimes_respect_elapsed_and_limit(world):
+    jobs, table, cluster = world
+    _, _, view = _view_at(table, cluster, SPEC, K_POINT)
+    policy = _fit(jobs)
+    f = policy.draw_future(view, np.random.default_rng(0))
+    assert (f.running_run > view.running_elapsed_s).all()
+    assert (f.running_run <= np.maximum(view.running_limit_s, view.running_elapsed_s + 1)).all()
+    assert (f.pending_run >= 1).all() and (f.pending_run <= view.pending_limit_s).all()
+    assert (f.arrival_submit > view.now).all()
+    assert (f.arrival_submit <= view.now + policy.params["horizon_h"] * 3600).all()
+    assert (np.diff(f.arrival_submit) >= 0).all()
+
+
+# ---- 3. a clear signal: a growing backlog, and an idle cluster ------------------------------
+def _stream(every_h: float, days: int = 9, nodes: int = 8, run_h: int = 14):
+    """Jobs of one size and runtime every ``every_h`` hours, scheduled by the simulator: at
+    1.25 h the load is 1.12 and a backlog grows, at 6 h the cluster idles."""
+    n = int(days * 24 / every_h)
+    submit = pd.Timestamp("2023-01-01") + pd.to_timedelta(np.arange(n) * every_h * 3600, unit="s")
+    frame = pd.DataFrame({
+        "cluster": "ls6", "job_id": [str(100000 + i) for i in range(n)],
+        "user": [f"u{i % 20:02d}" for i in range(n)], "submit": submit.astype("datetime64[s]"),
+        "time_limit_min": pd.array([run_h * 60] * n, dtype="Int64"),
+        "nodes": pd.array([nodes] * n, dtype="Int64"),
+        "priority": pd.array([1000] * n, dtype="Int64")})
+    frame["start"] = frame["submit"]
+    frame["end"] = frame["submit"] + pd.Timedelta(hours=run_h)
+    cluster = _cluster()
+    starts = replay(JobTable.from_frame(frame), cluster.with_(warm_start=False))
+    assert (starts >= 0).all()
+    frame["start"] = pd.to_datetime(starts, unit="s").astype("datetime64[s]")
+    frame["end"] = frame["start"] + pd.Timedelta(hours=run_h)
+    return frame, cluster
+
+
+@pytest.mark.parametrize("rule", ["quantile", "expected"])
+@pytest.mark.parametrize("every_h", [1.25, 6.0], ids=["backlog", "idle"])
+def test_twin_beats_reactive_on_a_clear_signal(every_h, rule):
+    frame, cluster = _stream(every_h)
+    table = JobTable.from_frame(frame)
+    spec = SampleSpec(0, "ls6", "validation", 8, pd.Timestamp("2023-01-02"))
+    points = generate_sample(table, cluster, spec)["points"]
+    policy = TwinPolicy(K=4, gate_h=24, rule=rule).fit(trace=frame, seed=0)
+    k, timing = run_twin_episode(policy, table, cluster, spec, points)
+    reactive_x = points["x_h"].iloc[-1]
+    x = points["x_h"].iloc[k]
+    cost = lambda v: max(v, 0.0) + 0.5 * max(-v, 0.0)  # noqa: E731
+    if every_h < 2:
+        assert reactive_x > 6  # reactive resubmission waits out the backlog
+        assert k < len(points) - 1 and cost(x) < 0.25 * cost(reactive_x)
+    else:
+        assert reactive_x <= 0  # the successor starts at the predecessor's end
+        assert k == len(points) - 1  # and the twin stays reactive
+    assert timing[-1]["submit"]
+
+
+def test_run_twin_checks_the_stored_points(world):
+    from mirage.samples.twin import TwinEvalError
+
+    frame, cluster = _stream(6.0, days=6)
+    table = JobTable.from_frame(frame)
+    spec = SampleSpec(0, "ls6", "validation", 8, pd.Timestamp("2023-01-02"))
+    points = generate_sample(table, cluster, spec)["points"]
+    wrong = points.copy()
+    wrong["t"] = wrong["t"] + pd.Timedelta(minutes=10)
+    policy = TwinPolicy(K=2, gate_h=0.5).fit(trace=frame, seed=0)
+    with pytest.raises(TwinEvalError):
+        run_twin_episode(policy, table, cluster, spec, wrong)
+
+
+# ---- 4. scikit-learn conventions ----------------------------------------------------------
+def test_params_and_fitted_attributes(world):
+    jobs = world[0]
+    p = TwinPolicy(K=16, horizon_h=48.0)
+    assert not [a for a in vars(p) if a.endswith("_")]
+    assert set(p.get_params()) == set(inspect.signature(TwinPolicy).parameters)
+    assert type(p)(**p.get_params()).get_params() == p.get_params()
+    assert "K=16" in repr(p)
+    with pytest.raises(RuntimeError):
+        p.draw_arrivals(np.random.default_rng(0), 0, 80)
+    with pytest.raises(TwinPolicyError):
+        p.fit(None)
+    with pytest.raises(TwinPolicyError):
+        TwinPolicy(rule="mean").fit(trace=jobs)
+    with pytest.raises(TwinPolicyError):
+        p.submit_mask(pd.DataFrame({"k": [0]}))
+    before = p.get_params()
+    p.fit(trace=jobs, seed=3)
+    assert p.get_params() == before
+    fitted = {a for a in vars(p) if a.endswith("_")}
+    assert {"ratio_pool_", "arrival_jobs_", "succ_tprio_", "seed_"} <= fitted
+    assert p.seed_ == 3
+
+
+def test_fit_reads_only_the_training_window(world):
+    jobs = world[0].copy()
+    cut = pd.Timestamp("2023-01-07")
+    jobs["in_window"] = jobs["submit"] < cut
+    a = TwinPolicy().fit(trace=jobs)
+    b = TwinPolicy().fit(trace=jobs[jobs["in_window"]].drop(columns="in_window"))
+    assert np.array_equal(a.ratio_pool_, b.ratio_pool_)
+    assert (a.arrival_jobs_["submit"] < cut.value // 10**9).all()
+    assert a.span_ == b.span_
+
+
+def test_a_dependency_the_queue_shows_holds_the_job_in_the_drawn_world():
+    # squeue shows a pending job's unfulfilled dependency (%E): the drawn world must hold it
+    # until the job it waits on ends, though nodes are free before that
+    from mirage.features.queue import QueueFuture
+    from mirage.sim.twin import twin_cluster, world_table
+    from mirage.sim.warmstart import warm_start
+
+    now = 1_700_000_000
+    view = QueueView(
+        now=now, capacity=10,
+        running_nodes=[2], running_limit_s=[7200], running_start=[now - 600], running_user=["a"],
+        pending_submit=[now - 300, now - 200], pending_nodes=[2, 2],
+        pending_limit_s=[3600, 3600], pending_priority=[0.0, 0.0], pending_user=["a", "b"],
+        pred_submit=now - 900, pred_start=now - 800, pred_limit_s=36000, chain_nodes=1,
+        running_id=[5], pending_id=[7, 8], pending_dep=[5, -1])
+    future = QueueFuture(
+        running_run=np.array([3600]), pending_run=np.array([1800, 1800]),
+        arrival_submit=np.zeros(0, np.int64), arrival_nodes=np.zeros(0, np.int64),
+        arrival_limit_s=np.zeros(0, np.int64), arrival_run=np.zeros(0, np.int64),
+        arrival_user=np.zeros(0, object), arrival_tprio=np.zeros(0))
+    cl = twin_cluster(_cluster(), view)
+    tab, _ = world_table(view, future, cl)
+    held = int(np.flatnonzero(tab.submit == now - 300)[0])
+    free = int(np.flatnonzero(tab.submit == now - 200)[0])
+    runner = int(np.flatnonzero(tab.submit == now - 600)[0])
+    assert tab.dep[held] == runner and tab.dep[free] < 0
+    sim = warm_start(tab, cl, now, warm=True, pinned=False, record=True)
+    sim.run_until(now + 4 * 3600)
+    start = sim.trace_start
+    assert start[free] == now  # free nodes: at once
+    assert start[held] >= now + 3000  # only once the running job ends (3600 s after its start)
+    # without the dependency the same job starts at once
+    plain = QueueView(**{f.name: getattr(view, f.name) for f in fields(view)
+                         if f.name != "pending_dep"})
+    tab2, _ = world_table(plain, future, cl)
+    sim2 = warm_start(tab2, cl, now, warm=True, pinned=False, record=True)
+    sim2.run_until(now + 4 * 3600)
+    assert sim2.trace_start[held] == now
+
+
+def test_a_handover_within_the_tolerance_is_no_interruption():
+    pol = TwinPolicy(K=4, tolerance_s=60)
+    assert not pol.rule(np.array([2 / 3600, -1.0, 0.0, 30 / 3600]))
+    assert pol.rule(np.array([61 / 3600, 2.0, 5.0, 1.0]))
