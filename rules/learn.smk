@@ -1,6 +1,14 @@
 # Stage 3: fit every policy on the training samples (per cluster, simulator mode and chain size),
 # then evaluate all of them alike on the validation samples.
 
+# every fit rule: `mirage fit` of some policies on one cluster, mode and chain size
+FIT = (
+    "python -m mirage fit {params.policies} --samples {params.samples}"
+    " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+    " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
+    " --threads {threads} --out {output.models} > {log} 2>&1"
+)
+
 
 if BATCHED:
 
@@ -28,12 +36,10 @@ if BATCHED:
             params=fit_params(BATCHED),
             c_I=config["policies"]["costs"]["interruption"],
             c_O=config["policies"]["costs"]["overlap"],
+            device=config["policies"].get("device", "cpu"),
             code=code("mirage.policies.cli"),
         shell:
-            "python -m mirage fit {params.policies} --samples {params.samples}"
-            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-            " --c-I {params.c_I} --c-O {params.c_O} --threads {threads}"
-            " --out {output.models} > {log} 2>&1"
+            FIT
 
 
 if TORCH:
@@ -68,10 +74,7 @@ if TORCH:
             device=config["policies"].get("device", "cpu"),
             code=code("mirage.policies.cli"),
         shell:
-            "python -m mirage fit {params.policies} --samples {params.samples}"
-            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-            " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
-            " --threads {threads} --out {output.models} > {log} 2>&1"
+            FIT
 
 
 if SEEDED_TORCH:
@@ -107,10 +110,7 @@ if SEEDED_TORCH:
             device=config["policies"].get("device", "cpu"),
             code=code("mirage.policies.cli"),
         shell:
-            "python -m mirage fit {params.policies} --samples {params.samples}"
-            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-            " --c-I {params.c_I} --c-O {params.c_O} --device {params.device}"
-            " --threads {threads} --out {output.models} > {log} 2>&1"
+            FIT
 
 
 rule evaluate:

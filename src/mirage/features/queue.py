@@ -34,6 +34,10 @@ def _arr(values, dtype) -> np.ndarray:
     return out
 
 
+#: the running rows' fields, kept in one order
+_RUNNING = ("running_nodes", "running_limit_s", "running_start", "running_user", "running_id")
+
+
 @dataclass(frozen=True, eq=False)
 class QueueView:
     """What a user sees of the cluster at ``now`` (epoch seconds of the cluster's clock)."""
@@ -81,16 +85,7 @@ class QueueView:
             set_(self, name, _arr([str(u) for u in np.asarray(getattr(self, name)).reshape(-1)],
                                   object))
         nr, np_ = len(self.running_nodes), len(self.pending_nodes)
-        if len(self.running_start) == nr == len(self.running_limit_s) == len(self.running_user):
-            # running rows in one canonical order (start, limit, nodes, user): a producer's own
-            # order may carry what is not observable (the simulator's heap is keyed by true ends)
-            order = np.lexsort((self.running_user.astype(str), self.running_nodes,
-                                self.running_limit_s, self.running_start))
-            for name in ("running_nodes", "running_limit_s", "running_start", "running_user",
-                         "running_id"):
-                if len(getattr(self, name)) == nr:
-                    set_(self, name, _arr(getattr(self, name)[order], getattr(self, name).dtype))
-        for name in ("running_limit_s", "running_start", "running_user", "running_id"):
+        for name in _RUNNING[1:]:
             if len(getattr(self, name)) != nr:
                 raise ValueError(f"QueueView: {name} has {len(getattr(self, name))} rows, "
                                  f"running_nodes {nr}")
@@ -99,6 +94,12 @@ class QueueView:
             if len(getattr(self, name)) != np_:
                 raise ValueError(f"QueueView: {name} has {len(getattr(self, name))} rows, "
                                  f"pending_nodes {np_}")
+        # running rows in one canonical order (start, limit, nodes, user): a producer's own
+        # order may carry what is not observable (the simulator's heap is keyed by true ends)
+        order = np.lexsort((self.running_user.astype(str), self.running_nodes,
+                            self.running_limit_s, self.running_start))
+        for name in _RUNNING:
+            set_(self, name, _arr(getattr(self, name)[order], getattr(self, name).dtype))
 
     # ---- derived, all observable -------------------------------------------------------------
     @property

@@ -42,6 +42,7 @@ import pandas as pd
 
 from mirage.errors import MirageError
 from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
+from mirage.outcomes import cost
 from mirage.policies.base import Policy
 
 WEEK_S = 7 * 86400
@@ -361,9 +362,7 @@ class TwinPolicy(Policy):
         """The ``expected`` rule: ``(submit now?, (K, 2) x_h now and one step later)``. Each draw
         is simulated twice with common random numbers (``simulate_pair(view, future,
         step_s=..., cap_s=...) -> (x_now, x_next)``); submit iff the mean cost of submitting
-        now is below that of waiting one step. Unlike the quantile rule it sees that where the
-        successor would start only on the predecessor's own nodes, submitting early buys
-        nothing and risks the overlap of the draws where it would start at once."""
+        now is below that of waiting one step."""
         self._fitted()
         K = int(self.params["K"])
         x = np.full((K, 2), np.nan)
@@ -374,17 +373,21 @@ class TwinPolicy(Policy):
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
             x[k] = simulate_pair(view, future, step_s=int(self.params["step_s"]), cap_s=cap_s)
-        c_I, c_O = float(self.params["c_I"]), float(self.params["c_O"])
-        cost = c_I * np.maximum(x, 0.0) + c_O * np.maximum(-x, 0.0)
-        now, wait = cost.mean(axis=0)
+        now, wait = cost(x, float(self.params["c_I"]), float(self.params["c_O"])).mean(axis=0)
         return bool(now < wait), x
 
+    @property
+    def paired(self) -> bool:
+        """Whether the rule simulates each draw twice (``simulate_pair``, not ``simulate_x``)."""
+        return self.params["rule"] == "expected"
+
+    def evaluate(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
+        """``(submit now?, the draws' x_h)`` by the configured rule; ``simulate``: the engine's
+        ``simulate_pair`` where :attr:`paired`, else its ``simulate_x`` (mirage.sim.twin)."""
+        return (self.evaluate_pair if self.paired else self.evaluate_view)(view, simulate)
+
     def decide_view(self, view: QueueView, simulate) -> bool:
-        """Submit now? ``simulate``: the engine's ``simulate_x`` for the quantile rule, its
-        ``simulate_pair`` for the expected rule (mirage.sim.twin)."""
-        if self.params["rule"] == "expected":
-            return self.evaluate_pair(view, simulate)[0]
-        return self.evaluate_view(view, simulate)[0]
+        return self.evaluate(view, simulate)[0]
 
     # ---- the table interface: the twin needs the queue, which the sample tables lack ---------
     def submit_mask(self, points, windows=None):

@@ -61,9 +61,8 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
     (the last point, the reactive one, when it never submits), and one row per point asked.
     ``points``: the stored points of the sample, checked point by point (None: no check)."""
     ep = Episode(table, cluster, spec)
-    expected = policy.params.get("rule") == "expected"
     if simulate is None:
-        simulate = partial(simulate_pair if expected else simulate_x, cluster=cluster)
+        simulate = partial(simulate_pair if policy.paired else simulate_x, cluster=cluster)
     stored = None if points is None else points.sort_values("k").set_index("k", drop=False)
     timing = []
     for t, row in ep:
@@ -82,7 +81,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
         t0 = time.perf_counter()
         view = view_from_sim(ep.sim, t, pred_jid=ep.pred, pred_submit=ep.t_pred,
                              pred_limit_s=ep.limit_s, chain_nodes=spec.chain_nodes)
-        submit, x = (policy.evaluate_pair if expected else policy.evaluate_view)(view, simulate)
+        submit, x = policy.evaluate(view, simulate)
         timing.append({"sample_id": spec.sample_id, "k": k, "draws": int((~np.isnan(np.reshape(x, (len(x), -1))[:, 0])).sum()),
                        "seconds": time.perf_counter() - t0, "n_running": view.n_running,
                        "n_pending": view.n_pending, "submit": bool(submit), "reactive": False})

@@ -14,6 +14,7 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left, insort
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 
@@ -33,6 +34,26 @@ R_NEGKEY, R_SUBMIT, R_JID, R_NODES, R_LIMIT, R_RUN, R_USER, R_DEP, R_STATIC = ra
 _SUBMIT_OF = itemgetter(R_SUBMIT)
 
 
+class PriorityTerms(NamedTuple):
+    """A description's multifactor priority as the engine computes it: a job's priority is
+    ``w_trace * tprio + size_norm * nodes + age_rate * age``, its age capped at ``max_age``
+    where ``age_capped``."""
+
+    w_age: float
+    max_age: int
+    age_rate: float
+    age_capped: bool
+    size_norm: float
+    w_trace: float
+
+
+def priority_terms(cluster: ClusterDescription) -> PriorityTerms:
+    pr = cluster.priority
+    w_age, max_age = float(pr.weight_age), max(1, int(pr.max_age_s))
+    return PriorityTerms(w_age, max_age, w_age / max_age, bool(pr.age_capped) and w_age > 0,
+                         float(pr.weight_size) / float(cluster.nodes), float(pr.weight_trace))
+
+
 class _Static:
     """Per (trace, cluster description) data every simulation and fork shares read-only."""
 
@@ -40,13 +61,8 @@ class _Static:
                  qtime: np.ndarray | None = None):
         self.table = table
         self.cluster = cluster
-        pr = cluster.priority
-        self.w_age = float(pr.weight_age)
-        self.max_age = max(1, int(pr.max_age_s))
-        self.age_rate = self.w_age / self.max_age
-        self.age_capped = bool(pr.age_capped) and self.w_age > 0
-        self.size_norm = float(pr.weight_size) / float(cluster.nodes)
-        self.w_trace = float(pr.weight_trace)
+        (self.w_age, self.max_age, self.age_rate, self.age_capped, self.size_norm,
+         self.w_trace) = priority_terms(cluster)
         n = len(table)
         self.n = n
         static = self.w_trace * table.tprio + self.size_norm * table.nodes

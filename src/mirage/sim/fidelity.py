@@ -146,13 +146,11 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
                             "long_jobs": int(len(long_jobs))}}
-    if loo_cache is None:
-        loo_sim = loo_predictions(table, cluster, long_jobs, user_max_jobs=user_max_jobs)
-    else:
-        todo = np.array([i for i in long_jobs.tolist() if i not in loo_cache], dtype=np.int64)
-        loo_cache.update(zip(todo.tolist(), loo_predictions(
-            table, cluster, todo, user_max_jobs=user_max_jobs).tolist()))
-        loo_sim = np.array([loo_cache[i] for i in long_jobs.tolist()], dtype=np.int64)
+    cache = {} if loo_cache is None else loo_cache
+    todo = np.array([i for i in long_jobs.tolist() if i not in cache], dtype=np.int64)
+    cache.update(zip(todo.tolist(), loo_predictions(
+        table, cluster, todo, user_max_jobs=user_max_jobs).tolist()))
+    loo_sim = np.array([cache[i] for i in long_jobs.tolist()], dtype=np.int64)
     compat_starts = replay_starts(table, compat, period) if baselines else table.submit
     sim_starts = replay_starts(table, cluster, period, user_max_jobs=user_max_jobs)
     loo = {

@@ -21,6 +21,7 @@ from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
 from .cluster import ClusterDescription
 from .engine import (
     R_DEP, R_JID, R_LIMIT, R_NODES, R_STATIC, R_SUBMIT, R_USER, SERVICE_USER, Simulator,
+    priority_terms,
 )
 from .jobs import NO_DEP, JobTable
 from .warmstart import warm_start
@@ -107,16 +108,13 @@ def twin_cluster(cluster: ClusterDescription, view: QueueView) -> ClusterDescrip
 def _tprio(cluster: ClusterDescription, priority: np.ndarray, nodes: np.ndarray,
            age_s: np.ndarray) -> np.ndarray:
     """The recorded-priority component that gives ``priority`` under ``cluster``'s weights
-    (the inverse of the engine's static + age factor); 0 where the weight is 0."""
-    pr = cluster.priority
-    w_trace = float(pr.weight_trace)
-    if w_trace == 0:
+    (the engine's priority, mirage.sim.engine.priority_terms, solved for it); 0 where its
+    weight is 0."""
+    t = priority_terms(cluster)
+    if t.w_trace == 0:
         return np.zeros(len(priority))
-    max_age = max(1, int(pr.max_age_s))
-    age = np.minimum(age_s, max_age) if (pr.age_capped and pr.weight_age > 0) else age_s
-    age_part = float(pr.weight_age) / max_age * age
-    size_part = float(pr.weight_size) / float(cluster.nodes) * nodes
-    return (np.asarray(priority, float) - age_part - size_part) / w_trace
+    age = np.minimum(age_s, t.max_age) if t.age_capped else age_s
+    return (np.asarray(priority, float) - t.age_rate * age - t.size_norm * nodes) / t.w_trace
 
 
 def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescription) -> tuple[JobTable, int]:
