@@ -38,7 +38,7 @@ def _run_id(log: Path) -> str:
 
 def _jobs(cluster, run_id: str) -> list[dict[str, str]]:
     return cluster.sacct("--name", run_id, "-S", "now-1day",
-                         fields="JobID,JobName,State,Comment,AllocCPUS,ReqMem,TimelimitRaw,Partition,Account")
+                         fields="JobID,JobName,State,Comment,AllocCPUS,ReqMem,TimelimitRaw,Partition,Account,WorkDir")
 
 
 def _rule(comment: str) -> str:
@@ -105,6 +105,8 @@ def test_tiny_config_through_slurm_equals_local_run(slurm_cluster, tiny_run, tmp
         rule = _rule(job["Comment"])
         res = {**profile_cfg["default-resources"], **profile_cfg["set-resources"].get(rule, {})}
         assert job["Partition"] == c.partition and job["Account"] == c.account
+        # the workflow's directory is the job's: what the controller-down test looks for
+        assert job["WorkDir"] == str(work), job
         assert int(job["TimelimitRaw"]) == res["runtime"], job
         assert job["ReqMem"] == f"{res['mem_mb']}M", job
         assert int(job["AllocCPUS"]) == (2 if rule == "sample_shard" else 1), job
