@@ -28,14 +28,25 @@ def _provision(c, state_dir: Path, policy: list[str], links: int, env: dict | No
 
 
 def _chain_jobs(c, state_dir: Path) -> dict[int, list[str]]:
-    """Every Slurm job ever submitted for the chain, by link, from sacct and squeue."""
-    chain = json.loads((state_dir / "state.json").read_text())["chain_id"]
-    rows = c.sacct("-S", "now-1day", fields="JobID,JobName,State")
-    jobs: dict[int, list[str]] = {}
-    for r in rows:
-        if r["JobName"].startswith(f"mirage-{chain}-"):
-            jobs.setdefault(int(r["JobName"].rsplit("-", 1)[1]), []).append(r["JobID"])
-    return jobs
+    """Every Slurm job ever submitted for the chain, by link, from sacct: read until the
+    provisioner's own record of submitted jobs is all there (slurmdbd records jobs late)."""
+    state = json.loads((state_dir / "state.json").read_text())
+    chain = state["chain_id"]
+    submitted = _submitted_ids(state)
+    end = time.monotonic() + 60
+    while True:
+        rows = c.sacct("-S", "now-1day", fields="JobID,JobName,State")
+        jobs: dict[int, list[str]] = {}
+        for r in rows:
+            if r["JobName"].startswith(f"mirage-{chain}-"):
+                jobs.setdefault(int(r["JobName"].rsplit("-", 1)[1]), []).append(r["JobID"])
+        if submitted <= {i for ids in jobs.values() for i in ids} or time.monotonic() > end:
+            return jobs
+        time.sleep(1)
+
+
+def _submitted_ids(state: dict) -> set[str]:
+    return {str(r["job_id"]) for r in state["links"] if r.get("job_id")}
 
 
 def _handovers(state_dir: Path) -> list[dict]:
