@@ -9,6 +9,10 @@ from slurm_cluster import mark_slurm_tests, slurm_cluster, xdist_scheduler  # no
 
 def pytest_collection_modifyitems(items):
     mark_slurm_tests(items)
+    # the live cluster's tests that read the tiny run go last on their worker: by then the
+    # other worker has usually built it, where they would otherwise wait for it (~1.5 min)
+    items.sort(key=lambda item: item.get_closest_marker("slurm") is not None
+               and "tiny_run" in getattr(item, "fixturenames", ()))
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist
