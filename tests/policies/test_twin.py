@@ -16,7 +16,7 @@ from mirage.samples.twin import run_twin_episode
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
 from mirage.sim.synth import synthesize
-from mirage.sim.twin import simulate_x, view_from_sim
+from mirage.sim.twin import simulate_x, true_future, view_from_sim, with_inferred_dependencies
 from mirage.sim.whatif import what_if
 
 SPEC = SampleSpec(1, "ls6", "validation", 8, pd.Timestamp("2023-01-04 08:00"))
@@ -286,3 +286,50 @@ def test_a_handover_within_the_tolerance_is_no_interruption():
     pol = TwinPolicy(K=4, tolerance_s=60)
     assert not pol.rule(np.array([2 / 3600, -1.0, 0.0, 30 / 3600]))
     assert pol.rule(np.array([61 / 3600, 2.0, 5.0, 1.0]))
+
+
+@pytest.mark.parametrize("inferred", [False, True], ids=["recorded", "inferred-dependencies"])
+def test_with_the_traces_runtimes_and_arrivals_the_drawn_world_is_the_true_one(world, inferred):
+    # the ablation's premise: the twin's world differs from the truth only by its draws (with
+    # inferred dependencies: the arrivals' chains come with them)
+    jobs, table, cluster = world
+    if inferred:
+        cluster = load_cluster("ls6")
+        assert cluster.infer_dependencies
+    policy = _fit(jobs)
+    for k in (200, 325, 380):
+        ep, t, view = _view_at(table, cluster, SPEC, k)
+        assert view.pred_running
+        start = what_if(ep.sim.snapshot(), t, SPEC.chain_nodes, 2880, SERVICE_USER, reuse=False)
+        x_true = (start - view.pred_start - view.pred_limit_s) / 3600
+        drawn = policy.draw_future(view, policy.rng_for(view, 0))
+        both = true_future(ep.sim, view, drawn, "both", 72 * 3600)
+        assert simulate_x(view, both, cluster) == x_true
+        runtimes = true_future(ep.sim, view, drawn, "runtimes", 72 * 3600)
+        assert np.array_equal(runtimes.running_run, table.run[view.running_id])
+        assert np.array_equal(runtimes.arrival_submit, drawn.arrival_submit)
+        arrivals = true_future(ep.sim, view, drawn, "arrivals", 72 * 3600)
+        assert np.array_equal(arrivals.pending_run, drawn.pending_run)
+        assert (arrivals.arrival_submit > t).all() and (arrivals.arrival_submit <= t + 72 * 3600).all()
+
+
+def test_drawn_arrivals_keep_the_chains_of_their_week(world):
+    jobs, table, _ = world
+    chained = with_inferred_dependencies(jobs, load_cluster("ls6"))
+    assert chained["depends_on"].notna().sum() > 10  # the ls6 description infers chains
+    policy = _fit(chained, horizon_h=72.0)
+    now = int(pd.Timestamp("2023-01-09 12:00").value // 10**9)
+    linked = 0
+    for k in range(4):
+        arr = policy.draw_arrivals(np.random.default_rng(k), now, 84)
+        ids, deps = arr["id"], arr["dep"]
+        assert len(set(ids.tolist())) == len(ids) and (ids <= -2).all()
+        by_id = dict(zip(ids.tolist(), arr["submit"].tolist()))
+        for i, d in zip(ids.tolist(), deps.tolist()):
+            if d != -1:
+                assert d in by_id and by_id[d] <= by_id[i]
+                linked += 1
+    assert linked > 0
+    # without depends_on no arrival waits on another
+    plain = _fit(jobs.assign(depends_on=pd.NA), horizon_h=72.0)
+    assert (plain.draw_arrivals(np.random.default_rng(0), now, 84)["dep"] == -1).all()

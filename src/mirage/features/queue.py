@@ -160,6 +160,12 @@ class QueueFuture:
     arrival_user: np.ndarray  # object (str)
     arrival_tprio: np.ndarray  # the recorded-priority component (trace ``priority`` column)
     succ_tprio: float = 0.0  # the successor's recorded-priority component
+    #: the job each arrival waits on (afterany): -1 none, else the id of a job the view shows
+    #: (running_id / pending_id) or another arrival's ``arrival_id``; None: no dependencies
+    arrival_dep: np.ndarray | None = None
+    #: ids of the arrivals, never -1 and distinct from the view's ids (a drawn arrival's is
+    #: negative)
+    arrival_id: np.ndarray | None = None
 
     @property
     def n_arrivals(self) -> int:

@@ -132,6 +132,14 @@ class TwinPolicy(Policy):
         tprio = (jobs["priority"].astype("Float64").fillna(0).to_numpy(dtype=np.float64)
                  if "priority" in jobs else np.zeros(len(jobs)))
         nodes = jobs["nodes"].to_numpy(dtype=np.int64)
+        # the job each one waited on (``depends_on``: recorded, or inferred by the caller), as a
+        # position among these jobs; -1: none, or not among them
+        dep = np.full(len(jobs), -1, dtype=np.int64)
+        if "depends_on" in jobs and jobs["depends_on"].notna().any():
+            pos = {str(j): i for i, j in enumerate(jobs["job_id"].astype(str))}
+            for i, d in enumerate(jobs["depends_on"].tolist()):
+                if d is not None and d is not pd.NA and str(d) in pos and pos[str(d)] < i:
+                    dep[i] = pos[str(d)]
 
         # runtime model: one pool of sorted ratio arrays, addressed by (offset, length)
         parts, offsets, pos = [], {}, 0
@@ -157,7 +165,7 @@ class TwinPolicy(Policy):
 
         # arrival model: the training jobs themselves, with their span and hour-of-week rates
         self.arrival_jobs_ = {"submit": submit, "nodes": nodes, "limit_s": limit, "run": run,
-                              "user": users, "tprio": tprio}
+                              "user": users, "tprio": tprio, "dep": dep}
         lo = int(pd.Timestamp(submit.min(), unit="s").floor("D").value // 10**9)
         hi = int(pd.Timestamp(submit.max(), unit="s").ceil("D").value // 10**9)
         hi = max(hi, lo + 86400)
@@ -235,8 +243,18 @@ class TwinPolicy(Policy):
         idx, submit = idx[keep], submit[keep]
         order = np.argsort(submit, kind="stable")
         idx, submit = idx[order], submit[order]
+        # a copied job keeps waiting on the job it waited on where that one is copied too (a
+        # week block keeps its chains); ids are negative, apart from the view's job ids
+        dep = J["dep"][idx]
+        if self.params["arrivals"] == "weeks":
+            dep = np.where(np.isin(dep, idx) & (dep >= 0), -2 - dep, -1)
+            ids = -2 - idx
+        else:  # jobs resampled one by one: no chains, and a job may come twice
+            dep = np.full(len(idx), -1, dtype=np.int64)
+            ids = -2 - np.arange(len(idx), dtype=np.int64)
         return {"submit": submit, "nodes": J["nodes"][idx], "limit_s": J["limit_s"][idx],
-                "run": J["run"][idx], "user": J["user"][idx], "tprio": J["tprio"][idx]}
+                "run": J["run"][idx], "user": J["user"][idx], "tprio": J["tprio"][idx],
+                "id": ids, "dep": dep}
 
     def _week_block(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray]:
         lo, hi = self.span_
@@ -292,7 +310,8 @@ class TwinPolicy(Policy):
         return QueueFuture(
             running_run=running_run, pending_run=pending_run, arrival_submit=arr["submit"],
             arrival_nodes=arr["nodes"], arrival_limit_s=arr["limit_s"], arrival_run=arr["run"],
-            arrival_user=arr["user"], arrival_tprio=arr["tprio"], succ_tprio=self.succ_tprio_)
+            arrival_user=arr["user"], arrival_tprio=arr["tprio"], succ_tprio=self.succ_tprio_,
+            arrival_id=arr["id"], arrival_dep=arr["dep"])
 
     def _view_supports(self, view: QueueView):
         return (self._supports(view.running_user, view.running_limit_s, view.running_elapsed_s),

@@ -21,7 +21,7 @@ from mirage.errors import MirageError
 from mirage.outcomes import SampleSet
 from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
-from mirage.sim.twin import simulate_pair, simulate_x, view_from_sim
+from mirage.sim.twin import simulate_pair, simulate_x, true_future, view_from_sim
 
 
 class TwinEvalError(MirageError):
@@ -56,13 +56,21 @@ def _check_point(spec: SampleSpec, row: dict, stored: pd.Series | None, check_fe
 
 def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
                      points: pd.DataFrame | None = None, *, check_features: bool = True,
-                     simulate=None) -> tuple[int, list[dict]]:
+                     simulate=None, truth: str | None = None) -> tuple[int, list[dict]]:
     """``(k, timing rows)``: the decision point of the twin's first submit in ``spec``'s episode
     (the last point, the reactive one, when it never submits), and one row per point asked.
-    ``points``: the stored points of the sample, checked point by point (None: no check)."""
+    ``points``: the stored points of the sample, checked point by point (None: no check).
+    ``truth`` (an ablation, mirage.sim.twin.TRUTHS): the trace's runtimes and/or arrivals replace
+    the policy's draws in every simulated future."""
     ep = Episode(table, cluster, spec)
     if simulate is None:
         simulate = partial(simulate_pair if policy.paired else simulate_x, cluster=cluster)
+    if truth is not None:
+        horizon_s = int(round(float(policy.params["horizon_h"]) * 3600))
+        drawn_simulate = simulate
+
+        def simulate(view, future, **kw):
+            return drawn_simulate(view, true_future(ep.sim, view, future, truth, horizon_s), **kw)
     stored = None if points is None else points.sort_values("k").set_index("k", drop=False)
     timing = []
     for t, row in ep:
@@ -91,7 +99,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
 
 
 def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=None,
-             check_features: bool = True) -> tuple[pd.DataFrame, pd.DataFrame]:
+             check_features: bool = True, truth: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The twin's first submit on every sample of ``data`` (or ``sample_ids``): a frame
     ``sample_id, k, x_h, n_points, reactive_x_h`` (x_h: the stored outcome of that point), and
     the timing frame (one row per decision point asked: draws simulated, seconds)."""
@@ -103,7 +111,7 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
         sample = samples.loc[sid]
         pts = by_sample[sid].sort_values("k").reset_index(drop=True)
         k, tim = run_twin_episode(policy, table, cluster, spec_of(sample), pts,
-                                  check_features=check_features)
+                                  check_features=check_features, truth=truth)
         timing.extend(tim)
         rows.append({"sample_id": int(sid), "k": k, "x_h": float(pts["x_h"].iloc[k]),
                      "n_points": len(pts), "reactive_x_h": float(pts["x_h"].iloc[-1])})

@@ -98,6 +98,26 @@ def view_from_sim(sim: Simulator, now: int, *, pred_jid: int, pred_submit: int, 
         pred_limit_s=pred_limit_s, chain_nodes=chain_nodes, pred_priority=pred_priority)
 
 
+def with_inferred_dependencies(trace, cluster: ClusterDescription):
+    """The canonical job table ``trace`` (a DataFrame) with ``depends_on`` filled where
+    ``cluster`` infers dependencies and the trace records none: the chains the simulator sees,
+    for the twin's arrival model to copy (mirage.policies.twin)."""
+    if not cluster.infer_dependencies:
+        return trace
+    from .inference import infer_dependencies
+
+    table = JobTable.from_frame(trace)
+    dep = infer_dependencies(table)
+    inferred = {str(table.job_id[i]): str(table.job_id[d]) for i, d in enumerate(dep.tolist())
+                if d >= 0}
+    out = trace.copy()
+    ids = out["job_id"].astype(str)
+    fill = ids.map(inferred)
+    recorded = out["depends_on"] if "depends_on" in out else None
+    out["depends_on"] = (fill if recorded is None else recorded.fillna(fill)).astype("string")
+    return out
+
+
 def twin_cluster(cluster: ClusterDescription, view: QueueView) -> ClusterDescription:
     """The description a drawn world is simulated with: the cluster's scheduler, the capacity
     seen now, and no inference from recorded times (a drawn world has none)."""
@@ -152,13 +172,20 @@ def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescriptio
     service = np.flatnonzero(uniq == SERVICE_NAME)
     if len(service):
         codes[codes == service[0]] = SERVICE_USER
-    # a pending job's dependency: the row of the running or pending job it waits on
+    # a pending job's dependency: the row of the running or pending job it waits on; an
+    # arrival's: the row of a shown job or of another arrival
     dep = np.full(len(submit), NO_DEP, dtype=np.int64)
     row_of = {int(j): r for r, j in enumerate(np.concatenate([view.running_id, view.pending_id]))
               if j >= 0}
     for k, d in enumerate(view.pending_dep.tolist()):
         if d >= 0 and d in row_of:
             dep[nr + k] = row_of[d]
+    if future.arrival_dep is not None and na:
+        first = nr + npd + 1
+        row_of.update({int(j): first + r for r, j in enumerate(future.arrival_id)})
+        for k, d in enumerate(np.asarray(future.arrival_dep).tolist()):
+            if d != -1 and d in row_of:
+                dep[first + k] = row_of[d]
     # submit order; ties keep the row order (running, then pending by priority, ...)
     order = np.argsort(submit, kind="stable")
     n = len(order)
@@ -200,6 +227,42 @@ def _probe_x(sim, view: QueueView, pred: int, submit: int, succ_tprio: float, ca
     if probe not in sim.starts and not sim.run_until(pred_end + int(cap_s), stop_jid=probe):
         return float("inf")
     return (sim.starts[probe] - pred_end) / 3600.0
+
+
+#: what :func:`true_future` may take from the trace instead of the draw (the ablations of the
+#: twin's gap to the oracle: its runtime model, its arrival model, or both)
+TRUTHS = ("runtimes", "arrivals", "both")
+
+
+def true_future(sim: Simulator, view: QueueView, drawn: QueueFuture, truth: str,
+                horizon_s: int) -> QueueFuture:
+    """``drawn`` with the trace's own values in place of the draws named by ``truth``: the
+    recorded runtimes of the running and pending jobs the view shows (``runtimes``), the jobs
+    the trace submits in (now, now + ``horizon_s``] (``arrivals``), or both. For measuring
+    which part of the twin's model costs it most; a policy never sees this."""
+    if truth not in TRUTHS:
+        raise ValueError(f"truth {truth!r} unknown; use one of {TRUTHS}")
+    table = sim.table
+    out = dict(vars(drawn))
+    if truth in ("runtimes", "both"):
+        def recorded(ids, drawn_run):
+            ids = np.asarray(ids, dtype=np.int64)
+            mine = (ids >= 0) & (ids < len(table))  # jobs of the trace (not inserted ones)
+            return np.where(mine, table.run[np.clip(ids, 0, len(table) - 1)], drawn_run)
+
+        out["running_run"] = recorded(view.running_id, drawn.running_run)
+        out["pending_run"] = recorded(view.pending_id, drawn.pending_run)
+    if truth in ("arrivals", "both"):
+        now = int(view.now)
+        a, b = np.searchsorted(table.submit, [now, now + int(horizon_s)], side="right")
+        idx = np.arange(a, b)
+        idx = idx[table.nodes[idx] <= int(view.capacity)]
+        names = np.array([_user_name(table, int(u)) for u in table.user[idx]], dtype=object)
+        out.update(arrival_submit=table.submit[idx], arrival_nodes=table.nodes[idx],
+                   arrival_limit_s=table.limit[idx], arrival_run=table.run[idx],
+                   arrival_user=names, arrival_tprio=table.tprio[idx].astype(float),
+                   arrival_id=idx, arrival_dep=np.asarray(sim.s.dep, dtype=np.int64)[idx])
+    return QueueFuture(**out)
 
 
 def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
