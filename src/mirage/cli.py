@@ -40,6 +40,7 @@ def _register_stages(sub) -> None:
     sim_cli.register_bench(bsub)
     samples_cli.register(sub)
     samples_bench.register_bench(bsub)
+    samples_bench.register_twin_bench(bsub)
     benchmarks.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)

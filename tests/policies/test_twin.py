@@ -16,7 +16,9 @@ from mirage.samples.twin import run_twin_episode
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
 from mirage.sim.synth import synthesize
-from mirage.sim.twin import simulate_x, true_future, view_from_sim, with_inferred_dependencies
+from mirage.sim.twin import (
+    simulate_leads, simulate_x, true_future, view_from_sim, with_inferred_dependencies,
+)
 from mirage.sim.whatif import what_if
 
 SPEC = SampleSpec(1, "ls6", "validation", 8, pd.Timestamp("2023-01-04 08:00"))
@@ -172,7 +174,7 @@ def _stream(every_h: float, days: int = 9, nodes: int = 8, run_h: int = 14):
     return frame, cluster
 
 
-@pytest.mark.parametrize("rule", ["quantile", "expected"])
+@pytest.mark.parametrize("rule", ["quantile", "expected", "plan"])
 @pytest.mark.parametrize("every_h", [1.25, 6.0], ids=["backlog", "idle"])
 def test_twin_beats_reactive_on_a_clear_signal(every_h, rule):
     frame, cluster = _stream(every_h)
@@ -305,6 +307,8 @@ def test_with_the_traces_runtimes_and_arrivals_the_drawn_world_is_the_true_one(w
         drawn = policy.draw_future(view, policy.rng_for(view, 0))
         both = true_future(ep.sim, view, drawn, "both", 72 * 3600)
         assert simulate_x(view, both, cluster) == x_true
+        # the plan rule's engine call: submitting now is the same what-if in the same world
+        assert simulate_leads(view, both, cluster, offsets_s=[0, 600])[0] == x_true
         runtimes = true_future(ep.sim, view, drawn, "runtimes", 72 * 3600)
         assert np.array_equal(runtimes.running_run, table.run[view.running_id])
         assert np.array_equal(runtimes.arrival_submit, drawn.arrival_submit)
@@ -333,3 +337,26 @@ def test_drawn_arrivals_keep_the_chains_of_their_week(world):
     # without depends_on no arrival waits on another
     plain = _fit(jobs.assign(depends_on=pd.NA), horizon_h=72.0)
     assert (plain.draw_arrivals(np.random.default_rng(0), now, 84)["dep"] == -1).all()
+
+
+def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
+    # the ablation as a command: with the trace's runtimes and arrivals the twin's cost lies
+    # between the oracle's and the worst point's, one row per validation sample
+    import subprocess
+    import sys
+
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    out = tmp_path / "twin.csv"
+    res = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(ls6), "--chain-nodes",
+                          "1", "--truth", "none", "both", "-K", "2", "--out", str(out)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    rows = pd.read_csv(out)
+    samples = pd.read_parquet(ls6 / "calibrated" / "samples" / "samples.parquet")
+    n_val = int(((samples["split"] == "validation") & (samples["chain_nodes"] == 1)).sum())
+    assert n_val > 0 and len(rows) == 2 * n_val
+    assert set(rows["truth"]) == {"none", "both"}
+    assert (rows["cost"] >= rows["oracle_cost"] - 1e-9).all()
+    bad = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "Fix:" in bad.stderr

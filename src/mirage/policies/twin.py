@@ -50,7 +50,7 @@ WEEK_S = 7 * 86400
 _MONDAY_SHIFT_S = 3 * 86400
 #: upper edges (hours) of the pooled limit buckets; the last bucket is everything above
 LIMIT_BUCKETS_H = (1.0, 6.0, 24.0)
-RULES = ("quantile", "expected")
+RULES = ("quantile", "expected", "plan")
 ARRIVALS = ("weeks", "poisson")
 
 
@@ -395,15 +395,54 @@ class TwinPolicy(Policy):
         now, wait = cost(x, float(self.params["c_I"]), float(self.params["c_O"])).mean(axis=0)
         return bool(now < wait), x
 
+    def lead_offsets(self, view: QueueView) -> np.ndarray:
+        """The submit times the ``plan`` rule compares, as offsets from now (s): now, then
+        1, 2, 4, 8, ... steps later, and the predecessor's end (the reactive submit)."""
+        left = max(int(view.pred_end) - int(view.now), 0)
+        step = int(self.params["step_s"])
+        offs = [0]
+        m = 1
+        while m * step < left:
+            offs.append(m * step)
+            m *= 2
+        if left > 0:
+            offs.append(left)
+        return np.asarray(offs, dtype=np.int64)
+
+    def evaluate_plan(self, view: QueueView, simulate_leads) -> tuple[bool, np.ndarray]:
+        """The ``plan`` rule: ``(submit now?, (K, J) x_h of each candidate submit time)``. Each
+        draw is simulated once forward with the successor submitted at each of
+        :meth:`lead_offsets` (``simulate_leads(view, future, offsets_s=..., cap_s=...)``,
+        common random numbers); submit iff submitting now has the lowest mean cost (ties
+        submit: a later submit would cost no less). While the predecessor waits, wait."""
+        self._fitted()
+        K = int(self.params["K"])
+        if not view.pred_running or self.gated(view):
+            return False, np.full((K, 1), np.nan)
+        offsets = self.lead_offsets(view)
+        supports = self._view_supports(view)
+        cap_s = int(round(float(self.params["cap_h"]) * 3600))
+        x = np.full((K, len(offsets)), np.nan)
+        for k in range(K):
+            future = self.draw_future(view, self.rng_for(view, k), supports)
+            x[k] = simulate_leads(view, future, offsets_s=offsets, cap_s=cap_s)
+        mean = cost(x, float(self.params["c_I"]), float(self.params["c_O"])).mean(axis=0)
+        return bool(mean[0] <= mean.min()), x
+
     @property
-    def paired(self) -> bool:
-        """Whether the rule simulates each draw twice (``simulate_pair``, not ``simulate_x``)."""
-        return self.params["rule"] == "expected"
+    def engine_call(self) -> str:
+        """The engine function of mirage.sim.twin the rule needs: ``simulate_x`` (quantile),
+        ``simulate_pair`` (expected) or ``simulate_leads`` (plan)."""
+        return {"quantile": "simulate_x", "expected": "simulate_pair",
+                "plan": "simulate_leads"}[self.params["rule"]]
 
     def evaluate(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
         """``(submit now?, the draws' x_h)`` by the configured rule; ``simulate``: the engine's
-        ``simulate_pair`` where :attr:`paired`, else its ``simulate_x`` (mirage.sim.twin)."""
-        return (self.evaluate_pair if self.paired else self.evaluate_view)(view, simulate)
+        function named by :attr:`engine_call` (mirage.sim.twin)."""
+        rule = self.params["rule"]
+        how = {"quantile": self.evaluate_view, "expected": self.evaluate_pair,
+               "plan": self.evaluate_plan}[rule]
+        return how(view, simulate)
 
     def decide_view(self, view: QueueView, simulate) -> bool:
         return self.evaluate(view, simulate)[0]

@@ -86,3 +86,80 @@ def register_bench(bsub) -> None:
     b.add_argument("--train", nargs="*", default=["dqn", "pg"], help="policies whose training is timed")
     b.add_argument("--out", help="also write the figures as JSON")
     b.set_defaults(func=_bench)
+
+
+def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, rules, K: int = 16,
+               seed: int = 0, cluster_file=None, sample_ids=None, c_I: float = 1.0,
+               c_O: float = 0.5) -> pd.DataFrame:
+    """The twin on a run's validation samples (``results/<run>/<cluster>``), once per rule and
+    per ablation (``truths``: none, runtimes, arrivals, both: the trace's own values in place of
+    the draws), beside reactive and the oracle: one row per sample and setting."""
+    from mirage.errors import MirageError
+    from mirage.outcomes import SampleSet, cost
+    from mirage.policies.twin import TwinPolicy
+    from mirage.samples.shards import cluster_for
+    from mirage.samples.twin import run_twin
+    from mirage.sim import JobTable
+    from mirage.sim.twin import with_inferred_dependencies
+
+    root = Path(results)
+    trace = root / "trace"
+    for f in (trace / "train.parquet", trace / "validation.parquet", root / mode / "samples"):
+        if not f.exists():
+            raise MirageError(f"{f}: missing. Fix: pass results/<run>/<cluster> of a finished run "
+                              "(its trace split and samples)")
+    desc = cluster_for(cluster, mode, cluster_file)
+    train = with_inferred_dependencies(pd.read_parquet(trace / "train.parquet"), desc)
+    table = JobTable.from_frame(pd.read_parquet(trace / "validation.parquet"))
+    data = SampleSet.load(root / mode / "samples")
+    s = data.samples
+    ids = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes), "sample_id"]
+    ids = ids.tolist() if sample_ids is None else list(sample_ids)
+    oracle = {i: float(cost(p["x_h"].to_numpy(), c_I, c_O).min())
+              for i, p in data.points.groupby("sample_id")}
+    rows = []
+    for rule in rules:
+        policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O).fit(trace=train, seed=seed)
+        for truth in truths:
+            t0 = time.perf_counter()
+            res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
+                                   truth=None if truth == "none" else truth)
+            seconds = time.perf_counter() - t0
+            asked = timing[timing["draws"] > 0]
+            res = res.assign(rule=rule, truth=truth, cost=cost(res["x_h"].to_numpy(), c_I, c_O),
+                             reactive_cost=cost(res["reactive_x_h"].to_numpy(), c_I, c_O),
+                             oracle_cost=res["sample_id"].map(oracle),
+                             median_decision_s=float(asked["seconds"].median()) if len(asked) else 0.0,
+                             seconds=seconds)
+            rows.append(res)
+            print(f"{rule:8s} {truth:8s} n={chain_nodes}: cost {res['cost'].mean():.3f} h, "
+                  f"reactive {res['reactive_cost'].mean():.3f}, oracle {res['oracle_cost'].mean():.3f} "
+                  f"({len(res)} samples, {seconds:.0f} s, median {res['median_decision_s'].iloc[0]:.3f} s "
+                  "per decision)", flush=True)
+    return pd.concat(rows, ignore_index=True)
+
+
+def _bench_twin(args) -> None:
+    out = bench_twin(args.results, cluster=args.cluster, mode=args.mode, chain_nodes=args.chain_nodes,
+                     truths=args.truth, rules=args.rule, K=args.K, seed=args.seed,
+                     cluster_file=args.cluster_file)
+    if args.out:
+        out.to_csv(args.out, index=False)
+        print(f"-> {args.out}")
+
+
+def register_twin_bench(bsub) -> None:
+    b = bsub.add_parser("twin", help="the twin policy on a run's validation samples, with the "
+                        "ablations that give it the trace's runtimes and/or arrivals")
+    b.add_argument("results", help="results/<run>/<cluster> of a finished run")
+    b.add_argument("--cluster", default="ls6")
+    b.add_argument("--cluster-file", help="the cluster description the samples were made with")
+    b.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
+    b.add_argument("--chain-nodes", type=int, default=1)
+    b.add_argument("--rule", nargs="+", default=["quantile"], choices=["quantile", "expected", "plan"])
+    b.add_argument("--truth", nargs="+", default=["none", "runtimes", "arrivals", "both"],
+                   choices=["none", "runtimes", "arrivals", "both"])
+    b.add_argument("-K", type=int, default=16)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", help="write one row per sample and setting (CSV)")
+    b.set_defaults(func=_bench_twin)

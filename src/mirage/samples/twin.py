@@ -21,7 +21,8 @@ from mirage.errors import MirageError
 from mirage.outcomes import SampleSet
 from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
-from mirage.sim.twin import simulate_pair, simulate_x, true_future, view_from_sim
+from mirage.sim import twin as engine
+from mirage.sim.twin import true_future, view_from_sim
 
 
 class TwinEvalError(MirageError):
@@ -64,7 +65,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
     the policy's draws in every simulated future."""
     ep = Episode(table, cluster, spec)
     if simulate is None:
-        simulate = partial(simulate_pair if policy.paired else simulate_x, cluster=cluster)
+        simulate = partial(getattr(engine, policy.engine_call), cluster=cluster)
     if truth is not None:
         horizon_s = int(round(float(policy.params["horizon_h"]) * 3600))
         drawn_simulate = simulate

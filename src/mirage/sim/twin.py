@@ -25,6 +25,7 @@ from .engine import (
 )
 from .jobs import NO_DEP, JobTable
 from .warmstart import warm_start
+from .whatif import what_if
 
 #: the predecessor must start within this long in a drawn world, or the draw counts as +inf
 PRED_MAX_WAIT_S = 30 * 86400
@@ -283,3 +284,30 @@ def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescript
     x_next = _probe_x(later, view, pred, nxt, future.succ_tprio, cap_s)
     cap_h = cap_s / 3600.0
     return min(x_now, cap_h), min(x_next, cap_h)
+
+
+def simulate_leads(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
+                   offsets_s, cap_s: int = 48 * 3600) -> np.ndarray:
+    """x_h of the successor submitted at each ``view.now + offset`` (ascending offsets, each no
+    later than the predecessor's end) in one drawn world: the same runtimes and arrivals for
+    every candidate (common random numbers). The world runs forward once without the
+    successor; each candidate is a what-if from the moment of its submit. A candidate whose
+    successor has not started ``cap_s`` after the predecessor's end gets the cap (a lower
+    bound). Needs a running predecessor (its end is known)."""
+    if not view.pred_running:
+        raise ValueError("simulate_leads needs a running predecessor (view.pred_running)")
+    cl = twin_cluster(cluster, view)
+    tab, _ = world_table(view, future, cl)
+    sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
+    now, end = int(view.now), int(view.pred_end)
+    limit_min = -(-int(view.pred_limit_s) // 60)
+    cap_h = cap_s / 3600.0
+    out = np.full(len(offsets_s), cap_h)
+    for j, off in enumerate(offsets_s):
+        t = min(now + int(off), end)
+        sim.run_until(t)
+        start = what_if(sim.snapshot(), t, int(view.chain_nodes), limit_min, SERVICE_USER,
+                        priority=float(future.succ_tprio), max_wait_s=end + int(cap_s) - t)
+        if start is not None:
+            out[j] = min((start - end) / 3600.0, cap_h)
+    return out
