@@ -25,6 +25,7 @@ def _register_stages(sub) -> None:
     from mirage.evaluate import claims, expected
     from mirage.evaluate import cli as evaluate_cli
     from mirage.figures import cli as figures_cli
+    from mirage.figures import simcheck as simcheck_bench
     from mirage.live import cli as live_cli
     from mirage.policies import cli as policies_cli
     from mirage.samples import bench as samples_bench
@@ -42,6 +43,7 @@ def _register_stages(sub) -> None:
     samples_bench.register_bench(bsub)
     samples_bench.register_twin_bench(bsub)
     benchmarks.register_bench(bsub)
+    simcheck_bench.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
     figures_cli.register(sub)

@@ -18,6 +18,7 @@ from .jobs import to_seconds
 
 BACKFILL_MODES = ("easy", "conservative", "none")
 BACKGROUND_MODES = ("simulate", "pinned")
+WINDOW_ROUNDINGS = ("up", "slurm")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,10 @@ class Priority:
     weight_trace: float = 0.0
     #: Slurm caps the age factor at PriorityMaxAge; the reference simulator does not
     age_capped: bool = True
+    #: Slurm's job priority is an integer: the weighted factors are summed and truncated, and
+    #: jobs of equal priority go in job-id (submit) order; off: a real-valued priority whose age
+    #: counts from the eligible time breaks every tie
+    integer: bool = False
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,18 @@ class Backfill:
     max_job_test: int = 100
     #: accepted for completeness; passes are instantaneous here, so it changes nothing
     continue_: bool = False
+    #: a reservation takes every simulated node during its window, not only the job's: Slurm's
+    #: backfill plans whole nodes (node bitmaps), so where the simulated "nodes" are the CPUs
+    #: of one machine, a job planned for later keeps every other job off the machine then
+    whole_node: bool = False
+    #: "up": running jobs' ends and the tested job's limit rounded up to ``resolution_s`` (the
+    #: simulator's default); "slurm": as sched/backfill 22.05 does it: exact ends and limits,
+    #: each reservation from its start rounded down to ``resolution_s`` to its end rounded down,
+    #: and a job's window [start, start + limit] touching a reservation counts as overlapping
+    window_rounding: str = "up"
+    #: passes only on the wall-clock grid of ``interval_s`` (epoch multiples), as the backfill
+    #: thread of slurmctld wakes; off: a pass as soon as ``interval_s`` has passed since the last
+    aligned: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,6 +96,11 @@ class ClusterDescription:
             raise ConfigError(
                 f"cluster description {self.cluster}: backfill.mode {self.backfill.mode!r} unknown. "
                 f"Fix: use one of {BACKFILL_MODES}"
+            )
+        if self.backfill.window_rounding not in WINDOW_ROUNDINGS:
+            raise ConfigError(
+                f"cluster description {self.cluster}: backfill.window_rounding "
+                f"{self.backfill.window_rounding!r} unknown. Fix: use one of {WINDOW_ROUNDINGS}"
             )
         if self.whatif_background not in BACKGROUND_MODES:
             raise ConfigError(
@@ -184,6 +206,7 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         weight_size=float(_leaf(pr, "weight_size", where + ":priority", prio_src, 0.0)),
         weight_trace=float(_leaf(pr, "weight_trace", where + ":priority", prio_src, 0.0)),
         age_capped=bool(_leaf(pr, "age_capped", where + ":priority", prio_src, True)),
+        integer=bool(_leaf(pr, "integer", where + ":priority", prio_src, False)),
     )
     bf = doc.get("backfill", {}) or {}
     bf_src: dict = {}
@@ -194,6 +217,9 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         resolution_s=int(_leaf(bf, "bf_resolution", where + ":backfill", bf_src, 60)),
         max_job_test=int(_leaf(bf, "bf_max_job_test", where + ":backfill", bf_src, 100)),
         continue_=bool(_leaf(bf, "bf_continue", where + ":backfill", bf_src, False)),
+        whole_node=bool(_leaf(bf, "whole_node", where + ":backfill", bf_src, False)),
+        window_rounding=str(_leaf(bf, "window_rounding", where + ":backfill", bf_src, "up")),
+        aligned=bool(_leaf(bf, "aligned", where + ":backfill", bf_src, False)),
     )
     lim = doc.get("user_limits", {}) or {}
     lim_src: dict = {}

@@ -97,6 +97,17 @@ class _Static:
         self.bf_window = int(bf.window_min) * 60
         self.bf_res = max(1, int(bf.resolution_s))
         self.bf_max_test = int(bf.max_job_test)
+        self.bf_whole = bool(bf.whole_node)
+        self.integer = bool(cluster.priority.integer)
+        self.bf_aligned = bool(bf.aligned) and self.bf_interval > 0
+        self.submit_of = table.submit.tolist()
+        # window rounding: a tested job's window is its limit rounded up to bf_lres, plus
+        # bf_lplus (1: an end touching a reservation overlaps it); running jobs' ends are
+        # rounded up to bf_pres in the profile; bf_exact: reservations floored to bf_res
+        self.bf_exact = bf.window_rounding == "slurm"
+        self.bf_lres = 1 if self.bf_exact else self.bf_res
+        self.bf_lplus = 1 if self.bf_exact else 0
+        self.bf_pres = 1 if self.bf_exact else self.bf_res
 
 
 class Simulator:
@@ -274,6 +285,8 @@ class Simulator:
             if t > t_end or t >= INF:
                 break
             self.now = t
+            if s.bf_aligned and t % s.bf_interval == 0 and self._grid_pass(t):
+                return True
             # every event at t, in this order; each step is entered only when one of its events
             # is due, so an event costs one call
             changed = False
@@ -310,6 +323,22 @@ class Simulator:
         if t_end < INF:
             self.now = max(self.now, t_end)
         return False
+
+    def _grid_pass(self, t: int) -> bool:
+        """Aligned backfill: the pass of grid time ``t`` runs before the other events of that
+        second (slurmctld's pass starts a fraction into the second, and an end or a submit
+        recorded at second ``t`` happened later within it, as a rule), on what changed before.
+        True if ``stop_jid`` started."""
+        s = self.s
+        if (not self.bf_dirty or not self.pending or self.cap - self.used <= 0 or s.bf_mode == "none"
+                or self.last_bf + s.bf_interval > t):
+            return False
+        if self.next_bf <= t:
+            self.next_bf = INF
+        self.bf_dirty = False
+        self.last_bf = t
+        self._backfill_pass()
+        return self.stop_hit
 
     def _end_jobs(self, t: int) -> None:
         """Take every job that ends at ``t`` off the cluster and out of its user's counters."""
@@ -439,6 +468,8 @@ class Simulator:
         """Pending records in current priority order (exact once ages reach the cap)."""
         s = self.s
         pend = self.pending
+        if s.integer and pend:
+            return self._ordered_integer()
         if s.age_capped and pend:
             now, m = self.now, s.max_age
             if min(map(_SUBMIT_OF, pend)) <= now - m:
@@ -450,6 +481,24 @@ class Simulator:
                 keyed.sort()
                 return [k[3] for k in keyed]
         return pend
+
+    def _ordered_integer(self) -> list:
+        """Pending records as Slurm orders them: the priority truncated to an integer (age from
+        the eligible time, capped where ``age_capped``), ties by submit time and then job id."""
+        s = self.s
+        now, m, rate, n_trace = self.now, s.max_age, s.age_rate, s.n
+        capped = s.age_capped
+        sub, extra = s.submit_of, self.extra
+        keyed = []
+        for r in self.pending:
+            age = now - r[R_SUBMIT]
+            if capped and age > m:
+                age = m
+            jid = r[R_JID]
+            keyed.append((-_floor(r[R_STATIC] + rate * age),
+                          sub[jid] if jid < n_trace else extra[jid][0], jid, r))
+        keyed.sort(key=_first3)
+        return [k[3] for k in keyed]
 
     def _blocked(self, r: tuple, nodes: int) -> bool:
         """Held back by a dependency or a per-user limit (not by resources)."""
@@ -473,6 +522,9 @@ class Simulator:
         if s.bf_mode == "none" or not self.bf_dirty or not self.pending or self.cap - self.used <= 0:
             return
         due = self.last_bf + s.bf_interval
+        if s.bf_aligned:
+            iv = s.bf_interval
+            due = max(due, -(-now // iv) * iv)  # the next pass of the wall-clock grid
         if now >= due:
             self.bf_dirty = False
             self.last_bf = now
@@ -553,6 +605,9 @@ class Simulator:
         # without any per-user limit a job is held only by a dependency
         limits = s.user_limits
         max_test = s.bf_max_test
+        whole = s.bf_whole
+        exact = s.bf_exact
+        lres, lplus = s.bf_lres, s.bf_lplus
         # (nodes, rounded limit) -> earliest start found for that shape in this pass, -1: none in
         # the window. The profile only loses free nodes during a pass, so a later job of the
         # same shape cannot fit earlier: its search starts there (or is skipped).
@@ -579,7 +634,7 @@ class Simulator:
                 if wit < 0:
                     break
                 scan = wit
-                wend = now + -(-order[wit][R_LIMIT] // res) * res
+                wend = now + -(-order[wit][R_LIMIT] // lres) * lres + lplus
             r = order[i]
             i += 1
             if tested >= max_test:
@@ -594,7 +649,7 @@ class Simulator:
                 if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
                     continue
             tested += 1
-            lim = -(-r[R_LIMIT] // res) * res
+            lim = -(-r[R_LIMIT] // lres) * lres + lplus
             # earliest_fit(times, frees, n, lim, k), inline, searching from where this pass last
             # placed the same shape
             shape = (n, lim)
@@ -632,7 +687,24 @@ class Simulator:
             else:
                 reserved_one = True
             # reserve(times, frees, k, n, t0 + lim, horizon), inline
-            t1 = t0 + lim
+            rs = t0
+            if exact and t0 > now:
+                # sched/backfill's reservation: [start, start + limit), both rounded down
+                rs = t0 - t0 % res
+                t1 = t0 + r[R_LIMIT]
+                t1 -= t1 % res
+                if rs <= now:
+                    rs, k = now, 0
+                else:
+                    k = bisect_left(times, rs)
+                    if k == len(times) or times[k] != rs:
+                        times.insert(k, rs)
+                        frees.insert(k, frees[k - 1])
+                nt = len(times)
+                if t1 <= rs:
+                    t1 = rs  # shorter than the resolution: an empty reservation
+            else:
+                t1 = t0 + lim
             if t1 < horizon:
                 b = bisect_left(times, t1, k + 1)
                 if b == nt or times[b] != t1:
@@ -640,12 +712,17 @@ class Simulator:
                     frees.insert(b, frees[b - 1])
             else:
                 b = nt
-            for x in range(k, b):
-                frees[x] -= n
+            if whole and t0 > now:
+                # Slurm reserves the whole node for a job planned for later
+                for x in range(k, b):
+                    frees[x] = 0
+            else:
+                for x in range(k, b):
+                    frees[x] -= n
             if frees[0] <= 0:
                 # nothing else can start now; later reservations would only shape this pass
                 break
-            if (wit >= i and t0 < wend
+            if (wit >= i and rs < wend
                     and not self._witness_still_fits(order[wit], times, frees, neg)):
                 wit = -1
         if self._track:
@@ -661,7 +738,7 @@ class Simulator:
         held, and its nodes free now for its rounded limit), or -1. Each job found unable to
         start now is noted in ``neg``."""
         s = self.s
-        now, res = self.now, s.bf_res
+        now, lres, lplus = self.now, s.bf_lres, s.bf_lplus
         live, ujobs, unodes = self.live, self.ujobs, self.unodes
         umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
         limits = s.user_limits
@@ -679,7 +756,7 @@ class Simulator:
                             or (limits and (ujobs.get(r[R_USER], 0) >= umax.get(r[R_USER], mj)
                                             or unodes.get(r[R_USER], 0) + n > mn))):
                         # _fits_now(times, frees, now, n, rounded L), inline (frees[0] >= n)
-                        tend = now + -(-L // res) * res
+                        tend = now + -(-L // lres) * lres + lplus
                         j = 1
                         while j < nt and times[j] < tend:
                             if frees[j] < n:
@@ -694,13 +771,23 @@ class Simulator:
     def _witness_still_fits(self, rw: tuple, times: list, frees: list, neg: list) -> bool:
         """Whether the witness ``rw`` can still start now after a reservation took nodes from the
         profile; if not, it is noted in ``neg``."""
-        res = self.s.bf_res
+        lres, lplus = self.s.bf_lres, self.s.bf_lplus
         wn, wl = rw[R_NODES], rw[R_LIMIT]
-        if _fits_now(times, frees, self.now, wn, -(-wl // res) * res):
+        if _fits_now(times, frees, self.now, wn, -(-wl // lres) * lres + lplus):
             return True
         if wl < neg[wn]:
             neg[wn] = wl
         return False
+
+
+def _floor(x: float) -> int:
+    """Slurm stores a priority as a 32-bit unsigned integer: a negative sum counts as 0 (sprio
+    shows at least 1 for a pending job; only the order matters here)."""
+    return int(x) if x > 0 else 0
+
+
+def _first3(k: tuple):
+    return k[0], k[1], k[2]
 
 
 def _fits_now(times: list, frees: list, now: int, n: int, lim: int) -> bool:

@@ -18,7 +18,7 @@ def free_profile(sim, horizon: int = INF) -> tuple[list[int], list[int]]:
     resolution) and capacity follows the schedule: ``frees[k]`` nodes from ``times[k]`` until
     ``times[k+1]``; ``times[0]`` is now."""
     s = sim.s
-    now, res = sim.now, s.bf_res
+    now, res = sim.now, s.bf_pres
     deltas: dict = {}
     get = deltas.get
     for _, _, n, _, exp in sim.running:

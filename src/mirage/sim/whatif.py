@@ -57,6 +57,10 @@ def what_if(base: Simulator | Snapshot, submit, nodes: int, limit_min: int, user
                          run_s=None if run_min is None else int(run_min) * 60,
                          user=_user_code(sim.s, user), priority=priority)
     t_end = submit + max_wait_s
+    if sim.s.integer or sim.s.bf_aligned:
+        # integer priorities reorder the queue as ages cross whole points, and an aligned pass
+        # runs outside the follower's steps: the reuse's premises do not hold
+        reuse = False
     if not reuse:
         return sim.starts[jid] if sim.run_until(t_end, stop_jid=jid) else None
     # most probes start at their submit: only a query that waits is worth following or keeping
