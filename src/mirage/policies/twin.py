@@ -50,7 +50,10 @@ WEEK_S = 7 * 86400
 _MONDAY_SHIFT_S = 3 * 86400
 #: upper edges (hours) of the pooled limit buckets; the last bucket is everything above
 LIMIT_BUCKETS_H = (1.0, 6.0, 24.0)
-RULES = ("quantile", "expected", "plan")
+#: each rule: the method that decides and the engine function of mirage.sim.twin it calls
+_RULES = {"quantile": ("evaluate_view", "simulate_x"), "expected": ("evaluate_pair", "simulate_pair"),
+          "plan": ("evaluate_plan", "simulate_leads")}
+RULES = tuple(_RULES)
 ARRIVALS = ("weeks", "poisson")
 
 
@@ -135,11 +138,10 @@ class TwinPolicy(Policy):
         # the job each one waited on (``depends_on``: recorded, or inferred by the caller), as a
         # position among these jobs; -1: none, or not among them
         dep = np.full(len(jobs), -1, dtype=np.int64)
-        if "depends_on" in jobs and jobs["depends_on"].notna().any():
-            pos = {str(j): i for i, j in enumerate(jobs["job_id"].astype(str))}
-            for i, d in enumerate(jobs["depends_on"].tolist()):
-                if d is not None and d is not pd.NA and str(d) in pos and pos[str(d)] < i:
-                    dep[i] = pos[str(d)]
+        if "depends_on" in jobs:
+            pos = pd.Series(np.arange(len(jobs)), index=jobs["job_id"].astype(str).to_numpy())
+            found = jobs["depends_on"].astype("string").map(pos).to_numpy(dtype=float, na_value=-1)
+            dep = np.where(found < np.arange(len(jobs)), found, -1).astype(np.int64)
 
         # runtime model: one pool of sorted ratio arrays, addressed by (offset, length)
         parts, offsets, pos = [], {}, 0
@@ -433,16 +435,12 @@ class TwinPolicy(Policy):
     def engine_call(self) -> str:
         """The engine function of mirage.sim.twin the rule needs: ``simulate_x`` (quantile),
         ``simulate_pair`` (expected) or ``simulate_leads`` (plan)."""
-        return {"quantile": "simulate_x", "expected": "simulate_pair",
-                "plan": "simulate_leads"}[self.params["rule"]]
+        return _RULES[self.params["rule"]][1]
 
     def evaluate(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
         """``(submit now?, the draws' x_h)`` by the configured rule; ``simulate``: the engine's
         function named by :attr:`engine_call` (mirage.sim.twin)."""
-        rule = self.params["rule"]
-        how = {"quantile": self.evaluate_view, "expected": self.evaluate_pair,
-               "plan": self.evaluate_plan}[rule]
-        return how(view, simulate)
+        return getattr(self, _RULES[self.params["rule"]][0])(view, simulate)
 
     def decide_view(self, view: QueueView, simulate) -> bool:
         return self.evaluate(view, simulate)[0]

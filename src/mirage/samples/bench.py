@@ -95,7 +95,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     per ablation (``truths``: none, runtimes, arrivals, both: the trace's own values in place of
     the draws), beside reactive and the oracle: one row per sample and setting."""
     from mirage.errors import MirageError
-    from mirage.outcomes import SampleSet, cost
+    from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
     from mirage.samples.shards import cluster_for
     from mirage.samples.twin import run_twin
@@ -115,8 +115,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     s = data.samples
     ids = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes), "sample_id"]
     ids = ids.tolist() if sample_ids is None else list(sample_ids)
-    oracle = {i: float(cost(p["x_h"].to_numpy(), c_I, c_O).min())
-              for i, p in data.points.groupby("sample_id")}
+    oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
     for rule in rules:
         policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O).fit(trace=train, seed=seed)

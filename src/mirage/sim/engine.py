@@ -100,7 +100,8 @@ class _Static:
         self.bf_whole = bool(bf.whole_node)
         self.integer = bool(cluster.priority.integer)
         self.bf_aligned = bool(bf.aligned) and self.bf_interval > 0
-        self.submit_of = table.submit.tolist()
+        # submit times for integer priorities' ties (the records carry the queue entry)
+        self.submit_of = table.submit.tolist() if self.integer else None
         # window rounding: a tested job's window is its limit rounded up to bf_lres, plus
         # bf_lplus (1: an end touching a reservation overlaps it); running jobs' ends are
         # rounded up to bf_pres in the profile; bf_exact: reservations floored to bf_res

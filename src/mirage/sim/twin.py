@@ -262,7 +262,7 @@ def true_future(sim: Simulator, view: QueueView, drawn: QueueFuture, truth: str,
         out.update(arrival_submit=table.submit[idx], arrival_nodes=table.nodes[idx],
                    arrival_limit_s=table.limit[idx], arrival_run=table.run[idx],
                    arrival_user=names, arrival_tprio=table.tprio[idx].astype(float),
-                   arrival_id=idx, arrival_dep=np.asarray(sim.s.dep, dtype=np.int64)[idx])
+                   arrival_id=idx, arrival_dep=table.dep[idx])
     return QueueFuture(**out)
 
 
