@@ -53,11 +53,16 @@ rule sim_fidelity:
             cluster_cfg(w)["windows"][split]["start"] for split in SPLITS
         ),
         cluster_file=cluster_file_flag,
+        loo_jobs=lambda w: (
+            f"--loo-jobs {config['fidelity']['loo_jobs']} --seed {config['seed']}"
+            if config.get("fidelity", {}).get("loo_jobs")
+            else ""
+        ),
         code=sim_code,
     shell:
         "python -m mirage sim fidelity {input.clean} --cluster {wildcards.cluster}"
-        " {params.cluster_file} --windows {params.windows} --window-days 5 --out {output.report}"
-        " --points {output.points} > {log} 2>&1"
+        " {params.cluster_file} --windows {params.windows} --window-days 5 {params.loo_jobs}"
+        " --out {output.report} --points {output.points} > {log} 2>&1"
 
 
 rule fidelity:

@@ -203,7 +203,7 @@ def test_fidelity_points_and_figures(trace, capsys, tmp_path):
     waits = loo_waits(pts)
     for per in rep["periods"]:  # the points are the jobs behind the report's numbers
         d = waits[waits["period"] == per["period"]["name"]]
-        assert len(d) == per["period"]["long_jobs"]
+        assert len(d) == per["period"]["loo_jobs"] == per["period"]["long_jobs"]
         for pred in ("sim", "zero_wait", "compat"):
             assert d[f"err_{pred}_h"].mean() == pytest.approx(per["loo_mae_h"][pred])
     code, lines, _ = run(capsys, "figures", "fidelity", "--report", report, "--points", points,

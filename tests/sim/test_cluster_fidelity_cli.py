@@ -106,6 +106,22 @@ def test_fidelity_on_a_hand_made_trace():
     assert again["loo_mae_h"] == res["loo_mae_h"] and again["loo_median_h"] == res["loo_median_h"]
     alone = evaluate_period(tab, make_cluster(40), half, compat=compat_cluster("test"))
     assert first["loo_mae_h"] == alone["loo_mae_h"]
+    # a capped period scores a seeded sample of its long jobs: the same seed, the same jobs and
+    # figures (each job's prediction is the one of the full run); another seed, other jobs
+    capped = []
+    some = evaluate_period(tab, make_cluster(40), per, compat=compat_cluster("test"), points=capped,
+                           loo_jobs=50, seed=3)
+    assert some["period"]["long_jobs"] == 200 and some["period"]["loo_jobs"] == 50
+    again = []
+    evaluate_period(tab, make_cluster(40), per, compat=compat_cluster("test"), points=again,
+                    loo_jobs=50, seed=3)
+    other = []
+    evaluate_period(tab, make_cluster(40), per, compat=compat_cluster("test"), points=other,
+                    loo_jobs=50, seed=4)
+    assert capped[0]["job_id"].tolist() == again[0]["job_id"].tolist()
+    assert capped[0]["job_id"].tolist() != other[0]["job_id"].tolist()
+    full = pts.set_index("job_id").loc[capped[0]["job_id"], "sim_start"]
+    assert (full.to_numpy() == capped[0]["sim_start"].to_numpy()).all()
 
 
 def test_cli_replay_and_whatif(tmp_path, capsys):

@@ -132,20 +132,26 @@ def replay_metrics(sim_daily: pd.Series, real_daily: pd.Series) -> dict:
 def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period,
                     compat: ClusterDescription | None = None, user_max_jobs=None,
                     baselines: bool = True, points: list | None = None,
-                    loo_cache: dict | None = None) -> dict:
+                    loo_cache: dict | None = None, loo_jobs: int | None = None,
+                    seed: int = 0) -> dict:
     """All figures of one period; ``baselines=False`` skips the compat simulation (its entries
     then repeat the zero-wait ones and must not be read). With a list ``points``, the period's
     leave-one-out jobs are appended to it as one table (see loo_points). ``loo_cache``: trace
     index -> leave-one-out start, shared by the periods of one report (a job's prediction does
-    not depend on the period it is scored in, and the windows lie inside the whole trace)."""
+    not depend on the period it is scored in, and the windows lie inside the whole trace).
+    ``loo_jobs``: score at most this many of the period's long jobs, a sample seeded by
+    ``seed`` (the leave-one-out what-ifs are the slow part); None scores every one."""
     compat = compat or compat_cluster(cluster.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
     long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
+    n_long = len(long_jobs)
+    if loo_jobs is not None and n_long > loo_jobs:
+        long_jobs = np.sort(np.random.default_rng(seed).choice(long_jobs, size=loo_jobs, replace=False))
     real = table.start[long_jobs]
     sub = table.submit[long_jobs]
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
-                            "long_jobs": int(len(long_jobs))}}
+                            "long_jobs": int(n_long), "loo_jobs": int(len(long_jobs))}}
     cache = {} if loo_cache is None else loo_cache
     todo = np.array([i for i in long_jobs.tolist() if i not in cache], dtype=np.int64)
     cache.update(zip(todo.tolist(), loo_predictions(
@@ -237,14 +243,19 @@ def _nan_to_none(a) -> list:
 
 
 def fidelity_report(table: JobTable, cluster: ClusterDescription, periods: list[Period] | None = None,
-                    user_max_jobs=None, variants: bool = False, points: list | None = None) -> dict:
+                    user_max_jobs=None, variants: bool = False, points: list | None = None,
+                    loo_jobs: int | None = None, seed: int = 0) -> dict:
     """The fidelity report: top-level metric keys hold the whole-trace figures; ``periods`` holds
     every period's figures (the two reference windows and the whole trace). With a list
-    ``points``, every period's leave-one-out jobs are appended to it (loo_points)."""
+    ``points``, every period's leave-one-out jobs are appended to it (loo_points).
+    ``loo_jobs``: the whole trace scores a seeded sample of at most that many long jobs (the
+    windows score every one of theirs); None: every long job."""
     periods = periods or default_periods(table)
     cache: dict = {}  # each job's leave-one-out start, computed once for every period
     per = [evaluate_period(table, cluster, p, user_max_jobs=user_max_jobs, points=points,
-                           loo_cache=cache) for p in periods]
+                           loo_cache=cache, loo_jobs=loo_jobs if i == len(periods) - 1 else None,
+                           seed=seed)
+           for i, p in enumerate(periods)]
     main = per[-1]
     report = {m: main[m] for m in METRICS}
     report["cluster"] = cluster.cluster
