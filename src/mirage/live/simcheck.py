@@ -641,6 +641,8 @@ def analyze(out_dir: Path, cluster_file: str | Path | None = None) -> dict:
     dump = pd.read_csv(out_dir / "sacct.txt", sep="|", dtype=str, keep_default_na=False)
     cluster = load_cluster("live", cluster_file or out_dir / "cluster.yaml")
     df = job_table(dump, jobs, ids, run["qos_weight"], run["qos_factor"])
+    # the dump as a trace in the canonical table (sizes in CPUs): `mirage sim calibrate` reads it
+    df.to_parquet(out_dir / "trace.parquet", index=False)
     per_job = compare(df, cluster, run.get("started_by") or started_by(run.get("log"), df["job_id"]))
     per_job.to_csv(out_dir / "per_job.csv", index=False)
     rep = report(per_job, cluster)

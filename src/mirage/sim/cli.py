@@ -185,8 +185,9 @@ def _calibrate(args) -> None:
 
             hand = load_cluster(args.cluster, args.cluster_file)
         report["validation"] = validation_report(table, fitted, *args.validation_window, hand=hand)
+        per = report["validation"]["period"]
         print(f"validation {args.validation_window[0]} .. {args.validation_window[1]} "
-              f"({report['validation']['period']['long_jobs']} jobs >= 24 h):")
+              f"({per['long_jobs']} jobs with a limit >= {per['long_limit_h']:g} h):")
         for name, vals in report["validation"]["predictors"].items():
             print(f"  {name:10s} " + "  ".join(f"{k}={_fmt(v)}" for k, v in vals.items()))
     if args.report:

@@ -31,11 +31,30 @@ METRICS = ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_
 PREDICTORS = ("sim", "zero_wait", "compat")
 
 
+#: a period with fewer long jobs than this is scored on every job (see :func:`period_for`)
+MIN_LONG_JOBS = 50
+
+
 @dataclass(frozen=True)
 class Period:
     name: str
     start: int
     end: int
+    #: the leave-one-out scores the jobs submitted in the period with at least this limit
+    long_limit_s: int = LONG_LIMIT_S
+    #: the replay compares the mean wait per bucket of this many seconds (calendar days)
+    bucket_s: int = DAY
+
+
+def period_for(table: JobTable, name: str, start: int, end: int) -> Period:
+    """A period scored at its trace's time scale: the long jobs (limit >= 24 h, the services
+    this project provisions) and daily waits where it holds at least MIN_LONG_JOBS long jobs;
+    otherwise (short jobs only, e.g. a time-compressed test cluster) every job, and the mean
+    wait per 24th of the period (at least a minute) for the replay."""
+    in_p = (table.submit >= start) & (table.submit < end)
+    if int(np.sum(in_p & (table.limit >= LONG_LIMIT_S))) >= MIN_LONG_JOBS:
+        return Period(name, start, end)
+    return Period(name, start, end, long_limit_s=0, bucket_s=max(60, (end - start) // 24 // 60 * 60))
 
 
 def default_periods(table: JobTable, window_days: float = 5.0,
@@ -109,11 +128,12 @@ def loo_metrics(pred_start: np.ndarray, real_start: np.ndarray, submit: np.ndarr
 
 def daily_mean_wait(submit: np.ndarray, start: np.ndarray, period: Period) -> pd.Series:
     m = (submit >= period.start) & (submit < period.end) & (start >= 0)
-    day = pd.to_datetime(submit[m], unit="s").floor("D")
+    freq = "D" if period.bucket_s == DAY else f"{period.bucket_s}s"
+    day = pd.to_datetime(submit[m], unit="s").floor(freq)
     wait_h = (start[m] - submit[m]) / 3600.0
     s = pd.Series(wait_h, index=day).groupby(level=0).mean()
-    full = pd.date_range(to_timestamp(period.start).floor("D"),
-                         to_timestamp(period.end - 1).floor("D"), freq="D")
+    full = pd.date_range(to_timestamp(period.start).floor(freq),
+                         to_timestamp(period.end - 1).floor(freq), freq=freq)
     return s.reindex(full)
 
 
@@ -143,7 +163,7 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     ``seed`` (the leave-one-out what-ifs are the slow part); None scores every one."""
     compat = compat or compat_cluster(cluster.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
-    long_jobs = np.flatnonzero(in_p & (table.limit >= LONG_LIMIT_S))
+    long_jobs = np.flatnonzero(in_p & (table.limit >= period.long_limit_s))
     n_long = len(long_jobs)
     if loo_jobs is not None and n_long > loo_jobs:
         long_jobs = np.sort(np.random.default_rng(seed).choice(long_jobs, size=loo_jobs, replace=False))
@@ -151,7 +171,8 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     sub = table.submit[long_jobs]
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
-                            "long_jobs": int(n_long), "loo_jobs": int(len(long_jobs))}}
+                            "long_jobs": int(n_long), "loo_jobs": int(len(long_jobs)),
+                            "long_limit_h": period.long_limit_s / 3600, "bucket_h": period.bucket_s / 3600}}
     cache = {} if loo_cache is None else loo_cache
     todo = np.array([i for i in long_jobs.tolist() if i not in cache], dtype=np.int64)
     cache.update(zip(todo.tolist(), loo_predictions(
