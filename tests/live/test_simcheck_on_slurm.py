@@ -122,3 +122,23 @@ def test_simulator_replays_real_slurm_job_by_job(slurm_cluster, tmp_path):
     again = analyze(out)
     assert again["jobs"] == metrics["jobs"] and again["probes"] == metrics["probes"]
 
+
+    # the dump as a trace (sizes in CPUs) that mirage sim calibrate fits a description from,
+    # its first 60 % of submissions the training window, the rest the validation window
+    trace = pd.read_parquet(out / "trace.parquet")
+    assert len(trace) == 30 and trace["nodes"].max() <= cpus
+    t0, t1 = trace["submit"].min(), trace["submit"].max()
+    cut = (t0 + (t1 - t0) * 0.6).floor("s")
+    fitted, rep = out / "fitted.yaml", out / "calibration.json"
+    res = subprocess.run([sys.executable, "-m", "mirage", "sim", "calibrate", str(out / "trace.parquet"),
+                          "--cluster", "live", "--train-window", t0.isoformat(), cut.isoformat(),
+                          "--validation-window", cut.isoformat(), (t1 + pd.Timedelta(seconds=1)).isoformat(),
+                          "--compare-hand", "--cluster-file", str(out / "cluster.yaml"),
+                          "--out", str(fitted), "--report", str(rep)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    calib = json.loads(rep.read_text())
+    # short jobs only: every job is scored, at a scale of the window, not of days
+    assert calib["validation"]["period"]["long_jobs"] == int((trace["submit"] >= cut).sum())
+    assert set(calib["validation"]["predictors"]) == {"fitted", "hand", "compat", "zero_wait"}
+    desc = yaml.safe_load(fitted.read_text())
+    assert desc["nodes"]["value"] <= cpus and "fitted on" in desc["backfill"]["mode"]["source"]
