@@ -277,7 +277,7 @@ def _sources(d: ClusterDescription, chosen: dict, evidence: dict, window: str, t
              caps: dict) -> dict:
     read = f"read off the trace's training window {window}"
     src = {
-        "nodes": f"{read}: the most nodes busy at once under the chosen capacity schedule",
+        "nodes": f"{read}: the peak of the chosen capacity schedule (busy nodes, plus its margin)",
         "priority.max_age_days": "Slurm default PriorityMaxAge=7-0",
         "backfill.bf_interval": "Slurm default bf_interval=30",
         "backfill.bf_window": f"{read}: the longest limit ({int(tab.limit.max()) // 60} min), "
