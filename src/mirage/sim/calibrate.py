@@ -26,8 +26,8 @@ import numpy as np
 from mirage.errors import MirageError
 
 from .cluster import Backfill, ClusterDescription, Priority, compat_cluster
-from .fidelity import (LONG_LIMIT_S, METRICS, MIN_LONG_JOBS, evaluate_period, loo_metrics,
-                       loo_predictions, period_for)
+from .fidelity import (METRICS, evaluate_period, loo_metrics, loo_predictions, period_for,
+                       scored_jobs)
 from .inference import busy_nodes, infer_capacity, infer_user_max_jobs, infer_user_max_nodes
 from .jobs import JobTable, to_seconds, to_timestamp
 
@@ -177,15 +177,9 @@ def starting_point(cluster: str, table: JobTable) -> ClusterDescription:
 
 
 def loo_sample(table: JobTable, start: int, end: int, n: int, seed: int) -> np.ndarray:
-    """Seeded leave-one-out jobs of the window: long ones (>= 24 h limit) where there are enough,
-    otherwise any job that waited or not."""
-    in_w = (table.submit >= start) & (table.submit < end)
-    long_ = np.flatnonzero(in_w & (table.limit >= LONG_LIMIT_S))
-    pool = long_ if len(long_) >= MIN_LONG_JOBS else np.flatnonzero(in_w)
-    if len(pool) <= n:
-        return pool
-    rng = np.random.default_rng(seed)
-    return np.sort(rng.choice(pool, size=n, replace=False))
+    """Seeded leave-one-out jobs of the window, the jobs its fidelity period scores (long ones,
+    >= 24 h limit, where there are enough, otherwise every job): at most ``n``."""
+    return scored_jobs(table, period_for(table, "training", start, end), n, seed)[1]
 
 
 def loo_error(table: JobTable, d: ClusterDescription, jobs: np.ndarray) -> dict:

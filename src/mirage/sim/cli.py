@@ -42,7 +42,7 @@ def _fidelity(args) -> None:
         Path(args.points).parent.mkdir(parents=True, exist_ok=True)
         pd.concat(points, ignore_index=True).to_parquet(args.points, index=False)
     for per in report["periods"]:
-        n, k = per["period"]["long_jobs"], per["period"].get("loo_jobs", per["period"]["long_jobs"])
+        n, k = per["period"]["long_jobs"], per["period"]["loo_jobs"]
         print(per["period"]["name"], f"({n} jobs >= 24 h" + (f", leave-one-out on {k}" if k < n else "") + "):")
         for m in ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape"):
             vals = "  ".join(f"{k}={_fmt(v)}" for k, v in per[m].items())

@@ -57,6 +57,18 @@ def period_for(table: JobTable, name: str, start: int, end: int) -> Period:
     return Period(name, start, end, long_limit_s=0, bucket_s=max(60, (end - start) // 24 // 60 * 60))
 
 
+def scored_jobs(table: JobTable, period: Period, loo_jobs: int | None = None,
+                seed: int = 0) -> tuple[int, np.ndarray]:
+    """``(how many jobs the period scores, the ones scored)``: the jobs submitted in it with at
+    least its ``long_limit_s``, at most ``loo_jobs`` of them (a sorted sample seeded by
+    ``seed``; None: every one)."""
+    in_p = (table.submit >= period.start) & (table.submit < period.end)
+    jobs = np.flatnonzero(in_p & (table.limit >= period.long_limit_s))
+    if loo_jobs is not None and len(jobs) > loo_jobs:
+        return len(jobs), np.sort(np.random.default_rng(seed).choice(jobs, size=loo_jobs, replace=False))
+    return len(jobs), jobs
+
+
 def default_periods(table: JobTable, window_days: float = 5.0,
                     starts=("2022-11-01", "2023-03-01"),
                     extra=(("from 2022-11-08 (full capacity) to the end", "2022-11-08"),)
@@ -163,10 +175,7 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     ``seed`` (the leave-one-out what-ifs are the slow part); None scores every one."""
     compat = compat or compat_cluster(cluster.cluster)
     in_p = (table.submit >= period.start) & (table.submit < period.end)
-    long_jobs = np.flatnonzero(in_p & (table.limit >= period.long_limit_s))
-    n_long = len(long_jobs)
-    if loo_jobs is not None and n_long > loo_jobs:
-        long_jobs = np.sort(np.random.default_rng(seed).choice(long_jobs, size=loo_jobs, replace=False))
+    n_long, long_jobs = scored_jobs(table, period, loo_jobs, seed)
     real = table.start[long_jobs]
     sub = table.submit[long_jobs]
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
