@@ -210,10 +210,18 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     echo(f"calibrate {cluster} on {window}: {len(jobs)} leave-one-out jobs; start MAE "
          f"{best_err['loo_mae_h']:.3f} h")
     evidence: dict[str, str] = {}
+    # coordinate descent, stopped once a whole cycle of knobs has been tried against the current
+    # description without a change: a knob tried since the last change would be tried again
+    # against the same description and keep its value (the same result as full rounds, fewer
+    # leave-one-out passes)
+    unchanged = 0
     for rnd in range(1, rounds + 1):
         changed = False
         for k in ks:
+            if unchanged >= len(ks):
+                break
             scores = {}
+            before = chosen[k.name]
             for v in k.tried(chosen[k.name]):
                 if v == chosen[k.name]:
                     scores[v] = best_err
@@ -230,7 +238,8 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                 + f"; chosen {_str(chosen[k.name])}")
             echo(f"  round {rnd} {k.name:30s} -> {_str(chosen[k.name]):16s} MAE "
                  f"{best_err['loo_mae_h']:.3f} h")
-        if not changed:
+            unchanged = 0 if chosen[k.name] != before else unchanged + 1
+        if not changed or unchanged >= len(ks):
             break
     sources = _sources(best, chosen, evidence, window, tab, caps)
     best = best.with_(sources=sources)
