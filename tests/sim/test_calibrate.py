@@ -163,3 +163,29 @@ def test_a_time_compressed_trace_is_calibrated_at_its_own_time_scale():
     assert d.nodes == 6
     for m in ("loo_mae_h", "loo_median_h", "replay_mape"):
         assert p["fitted"][m] < min(p["compat"][m], p["zero_wait"][m]), (m, p)
+
+
+def test_a_candidate_is_stopped_once_it_cannot_win_and_nothing_else_changes(other_cluster, fit_other,
+                                                                             monkeypatch):
+    from mirage.sim import calibrate as cal
+    from mirage.sim.fidelity import loo_predictions
+
+    d, report = fit_other
+    stopped = [t for t in report["trials"] if t.get("stopped_after")]
+    # candidates far worse than the current description are dropped after a few jobs ...
+    assert stopped and all(t["stopped_after"] < t["n"] for t in stopped)
+    assert any(">" in src and "stopped after" in src for src in d.sources.values())
+    # ... and the lower bound they reached is no smaller than the error they had to beat
+    tab = training_table(other_cluster, to_seconds(TRAIN[0]), to_seconds(TRAIN[1]))
+    jobs = cal.loo_sample(tab, to_seconds(TRAIN[0]), to_seconds(TRAIN[1]), 150, 0)
+    full = cal.loo_error(tab, d, jobs)
+    assert "stopped_after" not in cal.loo_error(tab, d, jobs, above_h=full["loo_mae_h"] + 1e-6)
+    part = cal.loo_error(tab, d, jobs, above_h=full["loo_mae_h"] / 4)
+    assert part["stopped_after"] < len(jobs) and part["loo_mae_h"] > full["loo_mae_h"] / 4
+    # every candidate run to the end: the same description, the same training error
+    monkeypatch.setattr(cal, "loo_error", lambda t, c, j, above_h=None: cal.loo_metrics(
+        loo_predictions(t, c, j), t.start[j], t.submit[j]))
+    d_full, report_full = calibrate(other_cluster, "other", *TRAIN, loo_jobs=150, seed=0,
+                                    echo=lambda *_: None)
+    assert report_full["chosen"] == report["chosen"] and report_full["train_loo"] == report["train_loo"]
+    assert d_full.with_(sources={}) == d.with_(sources={})

@@ -92,10 +92,20 @@ def default_periods(table: JobTable, window_days: float = 5.0,
 # ---------------------------------------------------------------------------- predictions
 def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarray,
                     max_wait_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
-    """Predicted start of each job in ``jobs`` (trace indices), one warm start per job."""
+    """Predicted start of each job in ``jobs`` (trace indices), one warm start per job; -1 where
+    the model does not start it within ``max_wait_s``."""
+    out = np.full(len(jobs), -1, dtype=np.int64)
+    for k, start in iter_loo_predictions(table, cluster, jobs, max_wait_s, user_max_jobs):
+        out[k] = start
+    return out
+
+
+def iter_loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarray,
+                         max_wait_s: int = 30 * DAY, user_max_jobs=None):
+    """``(k, predicted start of jobs[k])`` one job at a time (-1: not started within
+    ``max_wait_s``), so a caller can stop early."""
     static = get_static(table, cluster, user_max_jobs)
     pinned = cluster.whatif_background == "pinned"
-    out = np.full(len(jobs), -1, dtype=np.int64)
     for k, i in enumerate(jobs.tolist()):
         t0 = int(table.submit[i])
         state = initial_state(static, t0, warm=cluster.warm_start, pinned=pinned, exclude=(i,))
@@ -107,9 +117,7 @@ def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarr
         jid = sim.insert_job(entry, int(table.nodes[i]), int(table.limit[i]), run_s=int(table.run[i]),
                              user=int(table.user[i]), priority=float(table.tprio[i]),
                              depends_on=int(table.dep[i]))
-        if sim.run_until(t0 + max_wait_s, stop_jid=jid):
-            out[k] = sim.starts[jid]
-    return out
+        yield k, (int(sim.starts[jid]) if sim.run_until(t0 + max_wait_s, stop_jid=jid) else -1)
 
 
 def replay_starts(table: JobTable, cluster: ClusterDescription, period: Period,
@@ -122,11 +130,16 @@ def replay_starts(table: JobTable, cluster: ClusterDescription, period: Period,
 
 
 # ---------------------------------------------------------------------------- metrics
+def loo_abs_error_h(pred_start, real_start, submit):
+    """|predicted - real start| in hours; a job the model never starts counts as starting at
+    the end of the search horizon (30 days after its submission)."""
+    pred = np.where(np.asarray(pred_start) >= 0, pred_start, np.asarray(submit) + 30 * DAY)
+    return np.abs(pred - np.asarray(real_start)) / 3600.0
+
+
 def loo_metrics(pred_start: np.ndarray, real_start: np.ndarray, submit: np.ndarray) -> dict:
     ok = pred_start >= 0
-    # a job the model never starts counts as starting at the end of the search horizon
-    pred = np.where(ok, pred_start, submit + 30 * DAY)
-    err_h = np.abs(pred - real_start) / 3600.0
+    err_h = loo_abs_error_h(pred_start, real_start, submit)
     if len(err_h) == 0:
         return {"loo_mae_h": None, "loo_median_h": None, "loo_within_1h": None, "n": 0}
     return {
