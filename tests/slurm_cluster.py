@@ -91,6 +91,16 @@ class Cluster:
         out = self.run("squeue", "-h", "-o", fmt).stdout.splitlines()
         return [line.split("|") for line in out if line]
 
+    def wait_state(self, ids, state: str, timeout: float = 60) -> None:
+        """Until every job of ``ids`` is in ``state`` (RUNNING, PENDING) as squeue shows it."""
+        end = time.monotonic() + timeout
+        while True:
+            states = {r[0]: r[2] for r in self.squeue()}
+            if all(states.get(str(i)) == state for i in ids):
+                return
+            assert time.monotonic() < end, (ids, state, states)
+            time.sleep(0.5)
+
     def wait_idle(self, timeout: float = 120) -> None:
         end = time.monotonic() + timeout
         while self.squeue():

@@ -19,16 +19,6 @@ from mirage.sim.cluster import Backfill, ClusterDescription, Priority
 LIMIT_MIN = 15
 
 
-def _wait(c, ids, state, timeout=60):
-    end = time.monotonic() + timeout
-    while True:
-        states = {r[0]: r[2] for r in c.squeue()}
-        if all(states.get(str(i)) == state for i in ids):
-            return
-        assert time.monotonic() < end, (ids, state, states)
-        time.sleep(0.5)
-
-
 def _table_from_accounting(c, now: int, since: str) -> pd.DataFrame:
     """The cluster's recent accounting as a canonical job table: finished jobs as recorded,
     running ones to their limits, pending ones with a start the simulation will decide."""
@@ -70,9 +60,9 @@ def test_live_and_simulated_producers_agree(slurm_cluster):
     try:
         running = [background(6, 30), background(5, 20), background(4, 10)]
         pred = c.sbatch("-n", "1", "-t", str(LIMIT_MIN), "--output=/dev/null", "-J", "svc", "--wrap", "sleep 600")
-        _wait(c, [*running, pred], "RUNNING")
+        c.wait_state([*running, pred], "RUNNING")
         pending = [background(3, 5), background(8, 12)]
-        _wait(c, pending, "PENDING")
+        c.wait_state(pending, "PENDING")
         ids = {str(j) for j in (*running, pred, *pending)}
         end = time.monotonic() + 60
         while not ids <= {r["JobID"] for r in c.sacct("-S", "now-1hours")}:  # slurmdbd catches up

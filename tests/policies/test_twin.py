@@ -360,3 +360,12 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Fix:" in bad.stderr
+
+
+def test_the_live_side_twin_needs_a_trace_and_a_description(tmp_path):
+    from mirage.live.provision import ProvisionError, load_twin
+
+    with pytest.raises(ProvisionError, match="Fix: add --policy-param trace="):
+        load_twin({"cluster": "ls6"})
+    with pytest.raises(ProvisionError, match="no such trace"):
+        load_twin({"trace": str(tmp_path / "none.parquet"), "cluster": "ls6"})

@@ -65,7 +65,7 @@ def _provision_run(args) -> None:
     import json
     from pathlib import Path
 
-    from mirage.live.provision import ChainSpec, ProvisionError, Provisioner, load_policy_spec
+    from mirage.live.provision import ChainSpec, ProvisionError, Provisioner, load_policy_spec, load_twin
 
     script = Path(args.script)
     if not script.is_file():
@@ -74,8 +74,12 @@ def _provision_run(args) -> None:
                      time_min=_limit_min(args.time), policy=args.policy, partition=args.partition,
                      account=args.account, unit=args.unit, time_scale=args.time_scale,
                      on_failure=args.on_failure, sbatch_args=list(args.sbatch_arg or []))
-    policy = load_policy_spec(args.policy, _params(args.policy_param))
-    prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print)
+    if args.policy == "twin":  # fitted here from the cluster's trace; simulates the live queue
+        policy, simulate = load_twin(_params(args.policy_param))
+    else:
+        policy, simulate = load_policy_spec(args.policy, _params(args.policy_param)), None
+    prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print,
+                       simulate=simulate)
     if args.dry_run:
         prov.dir.lock()
         try:
@@ -140,7 +144,8 @@ def register_provision(sub) -> None:
     r.add_argument("--nodes", type=int, required=True, help="nodes per link (CPUs with --unit cpus)")
     r.add_argument("--time", required=True, help="each link's limit: minutes or [D-]HH:MM:SS")
     r.add_argument("--policy", required=True,
-                   help="a fitted policy dir (results/C/M/models/nK/POLICY) or reactive|average|fixed_lead|plan_lead")
+                   help="a fitted policy dir (results/C/M/models/nK/POLICY), reactive|average|fixed_lead|plan_lead, "
+                        "or twin (with --policy-param trace=TRACE --policy-param cluster=NAME|FILE.yaml)")
     r.add_argument("--policy-param", action="append", metavar="KEY=VALUE", help="e.g. lead_h=2 for fixed_lead")
     r.add_argument("--state-dir", required=True, help="the chain's state, log and handovers.jsonl")
     r.add_argument("--interval", default="10m", help="decision interval (30s, 10m, ...; default 10m)")

@@ -17,6 +17,7 @@ from datetime import datetime
 import numpy as np
 import pandas as pd
 
+from mirage.features.queue import QueueView
 from mirage.features.view import ClusterView
 from mirage.live.slurm import Slurm, SlurmError
 from mirage.sim.jobs import to_seconds
@@ -25,6 +26,8 @@ from mirage.traces.fields import parse_limit_minutes
 STARTED_KEPT = 300  # as the samples: the last 100 starts and a day's worth
 _TEST_ONLY = re.compile(r"to start at (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})")
 _SQUEUE = ("id", "state", "submit", "start", "nodes", "cpus", "limit", "priority", "reason")
+#: the job an unfulfilled dependency waits on, in squeue's %E (``afterok:123(unfulfilled)``)
+_WAITS_ON = re.compile(r"after\w*:(\d+)[^,()]*\(unfulfilled\)")
 
 
 def epoch(text: str | None) -> int | None:
@@ -142,3 +145,49 @@ class LiveObserver:
             pred=(int(self.scaled(pred_submit)), -1 if pred_start is None else int(self.scaled(pred_start)),
                   int(self.limit_min * 60 * s)),
             plan_start=None if plan is None else int(self.scaled(plan)), plan_ahead_node_s=ahead)
+
+    def queue_jobs(self) -> list[dict[str, str]]:
+        """squeue's rows with what the twin policy reads besides the view's: user (``%u``) and
+        the dependency (``%E``)."""
+        fmt = "|".join(("%i", "%T", "%V", "%S", "%D", "%C", "%l", "%Q", "%r", "%u", "%E"))
+        return self.slurm.table("squeue", "-h", "-a", "-t", "PD,R,CG", *self._where(), "-o", fmt,
+                                fields=_SQUEUE + ("user", "dependency"))
+
+    def queue_view(self, pred_id: str, pred_submit: int, pred_start: int | None,
+                   now: int | None = None) -> QueueView:
+        """The observable queue at ``now`` as mirage.features.queue.QueueView (what the twin
+        policy decides from): running jobs (size, limit, start, user, id), the eligible pending
+        ones in Slurm's priority order (queue entry, size, limit, current priority, user, id,
+        and the queued or running job an unfulfilled dependency waits on), the capacity. The
+        predecessor (job ``pred_id``) is described by the ``pred_*`` fields only; a held job
+        or one waiting for its ``--begin`` time is not in the queue yet, as in the simulator."""
+        now = now_s() if now is None else now
+        run, pend = [], []
+        for j in self.queue_jobs():
+            if j["id"] == str(pred_id):
+                continue
+            size = int(j["cpus"] if self.unit == "cpus" else j["nodes"])
+            submit, lim = epoch(j["submit"]), limit_s(j["limit"])
+            if j["state"] == "PENDING":
+                if j["reason"] in ("BeginTime", "JobHeldUser", "JobHeldAdmin"):
+                    continue
+                found = _WAITS_ON.search(j["dependency"] or "")
+                dep = int(found.group(1)) if found and j["reason"] == "Dependency" else -1
+                pend.append((-int(j["priority"]), submit, size, lim, j["user"], int(j["id"]), dep))
+            else:
+                run.append((epoch(j["start"]) or now, size, lim, j["user"], int(j["id"])))
+        pend.sort(key=lambda r: (r[0], r[1], r[5]))  # highest priority first, then submit order
+        ids = {r[4] for r in run} | {r[5] for r in pend}
+        s = self.time_scale
+        return QueueView(
+            now=int(self.scaled(now)), capacity=self.capacity(),
+            running_nodes=[r[1] for r in run], running_limit_s=[int(r[2] * s) for r in run],
+            running_start=[int(self.scaled(r[0])) for r in run], running_user=[r[3] for r in run],
+            running_id=[r[4] for r in run],
+            pending_submit=[int(self.scaled(r[1])) for r in pend], pending_nodes=[r[2] for r in pend],
+            pending_limit_s=[int(r[3] * s) for r in pend], pending_priority=[-r[0] for r in pend],
+            pending_user=[r[4] for r in pend], pending_id=[r[5] for r in pend],
+            pending_dep=[r[6] if r[6] in ids else -1 for r in pend],
+            pred_submit=int(self.scaled(pred_submit)),
+            pred_start=-1 if pred_start is None else int(self.scaled(pred_start)),
+            pred_limit_s=int(self.limit_min * 60 * s), chain_nodes=self.chain_nodes)
