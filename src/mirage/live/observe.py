@@ -25,7 +25,12 @@ from mirage.traces.fields import parse_limit_minutes
 
 STARTED_KEPT = 300  # as the samples: the last 100 starts and a day's worth
 _TEST_ONLY = re.compile(r"to start at (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})")
-_SQUEUE = ("id", "state", "submit", "start", "nodes", "cpus", "limit", "priority", "reason")
+_SQUEUE = ("id", "state", "submit", "start", "nodes", "cpus", "limit", "priority", "reason", "user",
+           "dependency")
+_SQUEUE_FORMAT = "|".join(("%i", "%T", "%V", "%S", "%D", "%C", "%l", "%Q", "%r", "%u", "%E"))
+#: pending jobs not in the queue yet: held, or waiting for their --begin time (the simulator
+#: enters them at their eligible time)
+_NOT_YET_QUEUED = ("BeginTime", "JobHeldUser", "JobHeldAdmin")
 #: the job an unfulfilled dependency waits on, in squeue's %E (``afterok:123(unfulfilled)``)
 _WAITS_ON = re.compile(r"after\w*:(\d+)[^,()]*\(unfulfilled\)")
 
@@ -72,8 +77,10 @@ class LiveObserver:
         return [f"--partition={self.partition}"] if self.partition else []
 
     def jobs(self) -> list[dict[str, str]]:
-        fmt = "|".join(("%i", "%T", "%V", "%S", "%D", "%C", "%l", "%Q", "%r"))
-        return self.slurm.table("squeue", "-h", "-a", "-t", "PD,R,CG", *self._where(), "-o", fmt, fields=_SQUEUE)
+        """squeue's pending, running and completing jobs of the partition (``_SQUEUE``'s fields:
+        the view reads sizes, times, priority and reason; the queue view users and dependencies)."""
+        return self.slurm.table("squeue", "-h", "-a", "-t", "PD,R,CG", *self._where(), "-o", _SQUEUE_FORMAT,
+                                fields=_SQUEUE)
 
     def capacity(self) -> int:
         rows = self.slurm.table("sinfo", "-h", "-N", *self._where(), "-o", "%N|%t|%c",
@@ -120,7 +127,7 @@ class LiveObserver:
             size = int(j["cpus"] if self.unit == "cpus" else j["nodes"])
             submit, lim = epoch(j["submit"]), limit_s(j["limit"])
             if j["state"] == "PENDING":
-                if j["reason"] in ("Dependency", "BeginTime", "JobHeldUser", "JobHeldAdmin"):
+                if j["reason"] == "Dependency" or j["reason"] in _NOT_YET_QUEUED:
                     continue  # not eligible: neither queued ahead nor holding a reservation
                 pending.append((int(j["priority"]), submit, size, lim))
             else:
@@ -146,13 +153,6 @@ class LiveObserver:
                   int(self.limit_min * 60 * s)),
             plan_start=None if plan is None else int(self.scaled(plan)), plan_ahead_node_s=ahead)
 
-    def queue_jobs(self) -> list[dict[str, str]]:
-        """squeue's rows with what the twin policy reads besides the view's: user (``%u``) and
-        the dependency (``%E``)."""
-        fmt = "|".join(("%i", "%T", "%V", "%S", "%D", "%C", "%l", "%Q", "%r", "%u", "%E"))
-        return self.slurm.table("squeue", "-h", "-a", "-t", "PD,R,CG", *self._where(), "-o", fmt,
-                                fields=_SQUEUE + ("user", "dependency"))
-
     def queue_view(self, pred_id: str, pred_submit: int, pred_start: int | None,
                    now: int | None = None) -> QueueView:
         """The observable queue at ``now`` as mirage.features.queue.QueueView (what the twin
@@ -163,13 +163,13 @@ class LiveObserver:
         or one waiting for its ``--begin`` time is not in the queue yet, as in the simulator."""
         now = now_s() if now is None else now
         run, pend = [], []
-        for j in self.queue_jobs():
+        for j in self.jobs():
             if j["id"] == str(pred_id):
                 continue
             size = int(j["cpus"] if self.unit == "cpus" else j["nodes"])
             submit, lim = epoch(j["submit"]), limit_s(j["limit"])
             if j["state"] == "PENDING":
-                if j["reason"] in ("BeginTime", "JobHeldUser", "JobHeldAdmin"):
+                if j["reason"] in _NOT_YET_QUEUED:
                     continue
                 found = _WAITS_ON.search(j["dependency"] or "")
                 dep = int(found.group(1)) if found and j["reason"] == "Dependency" else -1

@@ -155,7 +155,7 @@ class Provisioner:
         self.dir = StateDir(state_dir)
         self.policy = policy
         #: a policy that decides from the queue (the twin): its engine call, bound to a cluster
-        #: description (load_policy_spec returns both)
+        #: description (load_twin returns both)
         self.simulate = simulate
         self.slurm = slurm or Slurm(log=self.log)  # retries go to provision.log too
         self.interval_s = interval_s
@@ -384,7 +384,7 @@ class Provisioner:
         if self.simulate is None:
             raise ProvisionError(f"policy {self.spec.policy} decides from the queue and needs a "
                                  "cluster description to simulate it. Fix: load it with "
-                                 "load_policy_spec, which returns the simulator call too")
+                                 "load_twin, which returns the simulator call too")
         view = observer.queue_view(last["job_id"], last["submitted"], last["start"])
         submit, x_h = self.policy.evaluate(view, self.simulate)
         left_h = (view.pred_end - view.now) / 3600 if view.pred_end is not None else float("nan")

@@ -230,7 +230,6 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     # leave-one-out passes)
     unchanged = 0
     for rnd in range(1, rounds + 1):
-        changed = False
         for k in ks:
             if unchanged >= len(ks):
                 break
@@ -246,7 +245,7 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                 trials.append({"round": rnd, "knob": k.name, "value": _str(v), **_short(err)})
                 scores[v] = err
                 if _better(err, best_err):
-                    best, best_err, chosen[k.name], changed = cand, err, v, True
+                    best, best_err, chosen[k.name] = cand, err, v
             evidence[k.name] = (
                 f"fitted on {window} by leave-one-out MAE over {len(jobs)} jobs: "
                 + ", ".join(f"{_str(v)} {_mae(s)}" for v, s in scores.items())
@@ -254,7 +253,7 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
             echo(f"  round {rnd} {k.name:30s} -> {_str(chosen[k.name]):16s} MAE "
                  f"{best_err['loo_mae_h']:.3f} h")
             unchanged = 0 if chosen[k.name] != before else unchanged + 1
-        if not changed or unchanged >= len(ks):
+        if unchanged >= len(ks):  # a round without a change ends here too
             break
     sources = _sources(best, chosen, evidence, window, tab, caps)
     best = best.with_(sources=sources)
