@@ -18,7 +18,9 @@
 # the history models fitted, in this order, by POLICIES (default: transformer moe
 # transformer_tuned pg_transformer moe_tuned); the policies to compare with by BASELINES
 # (default: reactive plan_lead rf_tuned oracle; fitted first, on the CPU); the chain sizes by
-# CHAINS (default: 1 8).
+# CHAINS (default: 1 8). SEED (default 0) is the fits' seed; CONFIG=config/NAME.yaml takes every
+# policy's parameters from that config (over config/defaults.yaml; WIDTH, EPOCHS, EXPERTS, LR and
+# UPDATES then do not apply) and its seed unless SEED is set: the workflow's own fits, on DEVICE.
 set -euo pipefail
 samples=${1:?usage: history-models-gpu.sh SAMPLES OUT [DEVICE] [BUDGET_S]}
 out=${2:?usage: history-models-gpu.sh SAMPLES OUT [DEVICE] [BUDGET_S]}
@@ -33,6 +35,14 @@ W=${WIDTH:-512} E=${EPOCHS:-30} X=${EXPERTS:-10} LR=${LR:-1.0e-4} U=${UPDATES:-5
 seq="\"width\": $W, \"epochs\": $E, \"learning_rate\": $LR"
 params="{\"transformer\": {$seq}, \"transformer_tuned\": {$seq}, \"moe\": {$seq, \"experts\": $X},
  \"moe_tuned\": {$seq, \"experts\": $X}, \"pg_transformer\": {$seq, \"updates\": $U}}"
+if [ -n "${CONFIG:-}" ]; then  # the config's own parameters (and seed) for every policy
+    read -r cfg_seed params < <("$py" -c 'import json, sys
+from mirage.config import load
+c = load(sys.argv[1])
+print(c["seed"], json.dumps(c["policies"].get("params", {})))' "$CONFIG") || { echo "error: cannot read $CONFIG" >&2; exit 2; }
+    SEED=${SEED:-$cfg_seed}
+fi
+seed=${SEED:-0}
 # on cuda, float32 matrix products run on the TF32 tensor cores (PyTorch's own switch); TF32=0
 # keeps full float32 there, TF32=1 asks for it elsewhere
 tf32=${TF32:-$([ "$device" = cuda ] && echo 1 || echo 0)}
@@ -54,7 +64,7 @@ fit() {  # fit NODES POLICY... (a tuned policy takes its untuned twin's final fi
     local p=$("$py" -c 'import json, sys; a = json.loads(sys.argv[1]); n = sys.argv[2:]
 print(json.dumps(a.get(n[0], {}) if len(n) == 1 else {k: v for k, v in a.items() if k in n}))' "$params" "$@")
     echo "[$(( $(date +%s) - start )) s] fit n$n: $*"
-    "$py" -m mirage fit "$@" --samples "$samples" --chain-nodes "$n" --seed 0 --params "$p" \
+    "$py" -m mirage fit "$@" --samples "$samples" --chain-nodes "$n" --seed "$seed" --params "$p" \
         --device "$device" --threads "$(nproc)" "${final[@]}" --out "${outs[@]}" \
         > "$out/fit_n${n}_${1}.log" 2>&1 || { echo "fit n$n $* failed: see $out/fit_n${n}_${1}.log" >&2; return 1; }
 }

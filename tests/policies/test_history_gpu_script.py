@@ -43,3 +43,18 @@ def test_a_spent_budget_skips_and_names_the_steps(synth, tmp_path):
     assert res.returncode == 1 and "nothing fitted" in res.stderr
     skipped = (tmp_path / "out" / "skipped.txt").read_text()
     assert "n1 reactive oracle" in skipped and "n8 moe" in skipped
+
+
+def test_config_takes_the_workflow_s_parameters_and_seed(synth, tmp_path):
+    from mirage.config import load
+
+    cfg = load(Path(__file__).resolve().parents[2] / "config" / "tiny.yaml")
+    samples = tmp_path / "calibrated" / "samples"
+    synth.save(samples)
+    res = _run(samples, tmp_path / "out", 9999, POLICIES="transformer",
+               CONFIG=str(Path(__file__).resolve().parents[2] / "config" / "tiny.yaml"))
+    assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+    fit = json.loads((tmp_path / "out" / "models" / "n8" / "transformer" / "fit.json").read_text())
+    want = cfg["policies"]["params"]["transformer"]
+    assert fit["seed"] == cfg["seed"]
+    assert {k: fit["params"][k] for k in want} == want  # epochs 2 here, EPOCHS=1 otherwise

@@ -357,6 +357,18 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
     assert n_val > 0 and len(rows) == 2 * n_val
     assert set(rows["truth"]) == {"none", "both"}
     assert (rows["cost"] >= rows["oracle_cost"] - 1e-9).all()
+    # every second validation sample in time order: the same rows for those samples
+    out2 = tmp_path / "twin2.csv"
+    res = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(ls6), "--chain-nodes",
+                          "1", "--truth", "none", "-K", "2", "--every", "2", "--out", str(out2)],
+                         capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    val = samples[(samples["split"] == "validation") & (samples["chain_nodes"] == 1)]
+    want = val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::2]
+    half = pd.read_csv(out2)
+    assert half["sample_id"].tolist() == want
+    full = rows[rows["truth"] == "none"].set_index("sample_id").loc[want, "cost"]
+    assert half["cost"].tolist() == full.tolist()
     bad = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Fix:" in bad.stderr
