@@ -125,8 +125,14 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
         policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O).fit(trace=train, seed=seed)
         for truth in truths:
             t0 = time.perf_counter()
+
+            def progress(done, total, row, t0=t0, rule=rule, truth=truth):
+                if done == total or done % max(1, total // 10) == 0:
+                    print(f"  {rule} {truth} n={chain_nodes}: {done}/{total} samples, "
+                          f"{time.perf_counter() - t0:.0f} s", flush=True)
+
             res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
-                                   truth=None if truth == "none" else truth)
+                                   truth=None if truth == "none" else truth, progress=progress)
             seconds = time.perf_counter() - t0
             asked = timing[timing["draws"] > 0]
             res = res.assign(rule=rule, truth=truth, cost=cost(res["x_h"].to_numpy(), c_I, c_O),

@@ -100,10 +100,12 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
 
 
 def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=None,
-             check_features: bool = True, truth: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+             check_features: bool = True, truth: str | None = None,
+             progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The twin's first submit on every sample of ``data`` (or ``sample_ids``): a frame
     ``sample_id, k, x_h, n_points, reactive_x_h`` (x_h: the stored outcome of that point), and
-    the timing frame (one row per decision point asked: draws simulated, seconds)."""
+    the timing frame (one row per decision point asked: draws simulated, seconds).
+    ``progress(done, total, row)``: called after each sample with its result row."""
     samples = data.samples.set_index("sample_id", drop=False)
     ids = samples.index if sample_ids is None else pd.Index(sample_ids)
     by_sample = dict(tuple(data.points.groupby("sample_id", sort=False)))
@@ -116,4 +118,6 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
         timing.extend(tim)
         rows.append({"sample_id": int(sid), "k": k, "x_h": float(pts["x_h"].iloc[k]),
                      "n_points": len(pts), "reactive_x_h": float(pts["x_h"].iloc[-1])})
+        if progress is not None:
+            progress(len(rows), len(ids), rows[-1])
     return pd.DataFrame(rows), pd.DataFrame(timing)
