@@ -21,6 +21,7 @@ from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import TORCH_POLICY_NAMES, replica_names  # noqa: E402
 from mirage.policies.cli import TUNED_OF  # noqa: E402
+from mirage.policies.replayed import REPLAYED_POLICY_NAMES  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
 
 validate(
@@ -62,8 +63,15 @@ TORCH = sorted(
 )
 SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
 MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
+# the policies whose decisions need the queue (the twin) are replayed on the validation samples,
+# one job per cluster, mode and chain size (rule decide_twin)
+REPLAYED = [p for p in POLICIES if p in REPLAYED_POLICY_NAMES]
 # the others are fitted together, one job per cluster, mode and chain size
-BATCHED = [p for p in POLICIES if p not in TORCH_POLICY_NAMES]
+BATCHED = [
+    p
+    for p in POLICIES
+    if p not in TORCH_POLICY_NAMES and p not in REPLAYED_POLICY_NAMES
+]
 
 
 wildcard_constraints:

@@ -113,6 +113,44 @@ if SEEDED_TORCH:
             FIT
 
 
+if REPLAYED:
+
+    rule decide_twin:
+        # the twin decides from the queue a user sees, which the sample tables lack: it is fitted
+        # on the training split's jobs and replayed on every validation sample of the chain size
+        # (each episode re-run and checked against the stored points); evaluate reads its first
+        # submits like any fitted policy's
+        input:
+            train=f"{R}/{{cluster}}/trace/train.parquet",
+            validation=f"{R}/{{cluster}}/trace/validation.parquet",
+            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+            description=description,
+        output:
+            models=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/twin"),
+        log:
+            f"{LOGS}/{{cluster}}/{{mode}}/decide_twin_n{{nodes}}.log",
+        benchmark:
+            f"{BENCH}/{{cluster}}/{{mode}}/decide_twin_n{{nodes}}.tsv"
+        conda:
+            "../envs/learn.yaml"
+        threads: 1
+        params:
+            samples=lambda w, input: str(Path(input.samples).parent),
+            trace=lambda w, input: str(Path(input.train).parent),
+            seed=config["seed"],
+            params=fit_params(["twin"]),
+            c_I=config["policies"]["costs"]["interruption"],
+            c_O=config["policies"]["costs"]["overlap"],
+            cluster_file=cluster_file_flag,
+            code=code("mirage.samples.cli", "mirage.samples.twin"),
+        shell:
+            "python -m mirage samples twin --cluster {wildcards.cluster}"
+            " --mode {wildcards.mode} {params.cluster_file} --trace-dir {params.trace}"
+            " --samples {params.samples} --chain-nodes {wildcards.nodes}"
+            " --seed {params.seed} --params '{params.params}' --c-I {params.c_I}"
+            " --c-O {params.c_O} --out {output.models} > {log} 2>&1"
+
+
 rule evaluate:
     input:
         samples=expand(

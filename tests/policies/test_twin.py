@@ -381,3 +381,35 @@ def test_the_live_side_twin_needs_a_trace_and_a_description(tmp_path):
         load_twin({"cluster": "ls6"})
     with pytest.raises(ProvisionError, match="no such trace"):
         load_twin({"trace": str(tmp_path / "none.parquet"), "cluster": "ls6"})
+
+
+def test_replayed_decisions_answer_for_the_replayed_samples_only(tiny_run):
+    # what `mirage evaluate` scores for the twin: the first submits the replay stored, the
+    # same as run_twin's on those samples; a sample never replayed is an error naming the fix
+    from mirage.errors import MirageError
+    from mirage.outcomes import SampleSet
+    from mirage.policies.cli import load_fitted, policy_params
+    from mirage.policies.replayed import ReplayedDecisions, ReplayedDecisionsError
+
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    data = SampleSet.load(ls6 / "calibrated" / "samples")
+    val = data.split("validation")
+    for n in (1, 8):
+        part = val.subset(val.samples.loc[val.samples["chain_nodes"] == n, "sample_id"])
+        twin = load_fitted(ls6 / "calibrated" / "models" / f"n{n}" / "twin")
+        assert isinstance(twin, ReplayedDecisions) and twin.name == "twin"
+        assert twin.get_params()["params"]["K"] == 4  # tiny's setting reached the replay
+        ks = twin.first_submit_all(part)
+        assert list(ks.index) == list(part.sample_ids)
+        n_points = part.samples.set_index("sample_id")["n_points"]
+        assert ((ks >= 0) & (ks < n_points.reindex(ks.index))).all()
+        timing = pd.read_csv(ls6 / "calibrated" / "models" / f"n{n}" / "twin" / "timing.csv")
+        assert set(timing["sample_id"]) == set(part.sample_ids)
+    with pytest.raises(ReplayedDecisionsError, match="Fix: replay it"):
+        twin.first_submit_all(data.split("train"))
+    with pytest.raises(ReplayedDecisionsError, match="first_submit_all"):
+        twin.submit_mask(part.points)
+    with pytest.raises(ReplayedDecisionsError, match="twice"):
+        ReplayedDecisions().fit(pd.DataFrame({"sample_id": [1, 1], "k": [0, 1]}))
+    with pytest.raises(MirageError, match="mirage samples twin"):
+        policy_params("twin", {}, c_I=1.0, c_O=0.5, device="cpu")

@@ -15,6 +15,12 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
     takes them (threads come from the rule, not the config)."""
     from mirage.policies.registry import POLICIES, TORCH_POLICIES, _FACTORIES
 
+    from mirage.policies.replayed import REPLAYED_POLICY_NAMES
+
+    if name in REPLAYED_POLICY_NAMES:
+        raise MirageError(f"{name} is not fitted on the samples: it is fitted on the training "
+                          "trace and replayed on the validation samples. Fix: `mirage samples "
+                          f"{name}` (the workflow's decide_{name} rule)")
     if name not in POLICIES:
         raise MirageError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
     out = dict(params)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -121,3 +122,78 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
         if progress is not None:
             progress(len(rows), len(ids), rows[-1])
     return pd.DataFrame(rows), pd.DataFrame(timing)
+
+
+def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, cluster, *,
+                chain_nodes: int, seed: int = 0, params: dict | None = None, c_I: float = 1.0,
+                c_O: float = 0.5, progress=None):
+    """The twin fitted on the training split's jobs (``train``, canonical; dependencies
+    inferred where ``cluster`` infers them) and replayed on every validation sample of
+    ``chain_nodes`` in ``data``: a fitted
+    :class:`~mirage.policies.replayed.ReplayedDecisions` (what `mirage evaluate` scores) and
+    the timing frame of :func:`run_twin`."""
+    from mirage.policies.replayed import ReplayedDecisions
+    from mirage.policies.twin import TwinPolicy
+    from mirage.sim.twin import with_inferred_dependencies
+
+    s = data.samples
+    val = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes)]
+    if val.empty:
+        raise TwinEvalError(f"no validation samples with chain_nodes={chain_nodes}. Fix: pass "
+                            "the run's samples and one of its chain sizes")
+    ids = val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()
+    t0 = time.perf_counter()
+    policy = TwinPolicy(**{"c_I": c_I, "c_O": c_O, **(params or {})})
+    policy.fit(trace=with_inferred_dependencies(train, cluster), seed=seed)
+    fit_s = time.perf_counter() - t0
+    res, timing = run_twin(policy, data, JobTable.from_frame(validation), cluster,
+                           sample_ids=ids, progress=progress)
+    asked = timing[timing["draws"] > 0] if len(timing) else timing
+    info = {"fit_seconds": round(fit_s, 2), "decide_seconds": round(time.perf_counter() - t0 - fit_s, 2),
+            "decisions_asked": int(len(asked)),
+            "median_decision_s": float(asked["seconds"].median()) if len(asked) else 0.0,
+            "validation_samples": len(ids)}
+    out = ReplayedDecisions("twin", policy.get_params()).fit(res[["sample_id", "k"]], seed, info)
+    return out, timing
+
+
+def decide_cmd(args) -> None:
+    """`mirage samples twin` (mirage.samples.cli)."""
+    import json
+
+    from mirage.samples.shards import cluster_for
+
+    out = Path(args.out)
+    trace = Path(args.trace_dir)
+    for f in (trace / "train.parquet", trace / "validation.parquet", Path(args.samples)):
+        if not f.exists():
+            raise MirageError(f"{f}: missing. Fix: pass the run's trace split directory "
+                              "(results/<run>/<cluster>/trace) and its samples")
+    params = json.loads(args.params)
+    desc = cluster_for(args.cluster, args.mode, args.cluster_file)
+    data = SampleSet.load(args.samples)
+    t0 = time.perf_counter()
+
+    def progress(done, total, row):
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"twin {args.mode} n={args.chain_nodes}: {done}/{total} samples, "
+                  f"{time.perf_counter() - t0:.0f} s", flush=True)
+
+    policy, timing = replay_twin(pd.read_parquet(trace / "train.parquet"),
+                                 pd.read_parquet(trace / "validation.parquet"), data, desc,
+                                 chain_nodes=args.chain_nodes, seed=args.seed, params=params,
+                                 c_I=args.c_I, c_O=args.c_O, progress=progress)
+    out.mkdir(parents=True, exist_ok=True)
+    model = policy.save(out / "model.joblib")
+    timing.to_csv(out / "timing.csv", index=False)
+    train_ids = data.samples.loc[(data.samples["split"] == "train")
+                                 & (data.samples["chain_nodes"] == args.chain_nodes), "sample_id"]
+    info = {"policy": "twin", "params": policy.params, "seed": args.seed,
+            "chain_nodes": args.chain_nodes, "train_samples": int(len(train_ids)),
+            "train_points": 0, "fit_seconds": policy.info_["fit_seconds"],
+            "model": model.name, "replayed": policy.info_}
+    (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
+    print(f"twin {args.mode} n={args.chain_nodes}: {policy.info_['validation_samples']} validation "
+          f"samples replayed in {policy.info_['decide_seconds']:.0f} s (median decision "
+          f"{policy.info_['median_decision_s']:.3f} s) -> {out}")
+
