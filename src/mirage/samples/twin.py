@@ -190,7 +190,7 @@ def decide_cmd(args) -> None:
                                  & (data.samples["chain_nodes"] == args.chain_nodes), "sample_id"]
     info = {"policy": "twin", "params": policy.params, "seed": args.seed,
             "chain_nodes": args.chain_nodes, "train_samples": int(len(train_ids)),
-            "train_points": 0, "fit_seconds": policy.info_["fit_seconds"],
+            "train_points": None, "fit_seconds": policy.info_["fit_seconds"],
             "model": model.name, "replayed": policy.info_}
     (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
     print(f"twin {args.mode} n={args.chain_nodes}: {policy.info_['validation_samples']} validation "
