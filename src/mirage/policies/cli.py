@@ -14,7 +14,6 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
     """The config's parameters for ``name`` plus the costs, device and threads where the policy
     takes them (threads come from the rule, not the config)."""
     from mirage.policies.registry import POLICIES, TORCH_POLICIES, _FACTORIES
-
     from mirage.policies.replayed import REPLAYED_POLICY_NAMES
 
     if name in REPLAYED_POLICY_NAMES:

@@ -99,7 +99,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
     from mirage.samples.shards import cluster_for
-    from mirage.samples.twin import run_twin
+    from mirage.samples.twin import print_progress, run_twin, validation_ids
     from mirage.sim import JobTable
     from mirage.sim.twin import with_inferred_dependencies
 
@@ -113,26 +113,18 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     train = with_inferred_dependencies(pd.read_parquet(trace / "train.parquet"), desc)
     table = JobTable.from_frame(pd.read_parquet(trace / "validation.parquet"))
     data = SampleSet.load(root / mode / "samples")
-    s = data.samples
     if every < 1:
         raise MirageError(f"--every {every}: must be at least 1")
-    val = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes)]
-    ids = (val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::every]
-           if sample_ids is None else list(sample_ids))
+    ids = validation_ids(data, chain_nodes, every) if sample_ids is None else list(sample_ids)
     oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
     for rule in rules:
         policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O).fit(trace=train, seed=seed)
         for truth in truths:
             t0 = time.perf_counter()
-
-            def progress(done, total, row, t0=t0, rule=rule, truth=truth):
-                if done == total or done % max(1, total // 10) == 0:
-                    print(f"  {rule} {truth} n={chain_nodes}: {done}/{total} samples, "
-                          f"{time.perf_counter() - t0:.0f} s", flush=True)
-
             res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
-                                   truth=None if truth == "none" else truth, progress=progress)
+                                   truth=None if truth == "none" else truth,
+                                   progress=print_progress(f"  {rule} {truth} n={chain_nodes}"))
             seconds = time.perf_counter() - t0
             asked = timing[timing["draws"] > 0]
             res = res.assign(rule=rule, truth=truth, cost=cost(res["x_h"].to_numpy(), c_I, c_O),

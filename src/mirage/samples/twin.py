@@ -124,6 +124,24 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
     return pd.DataFrame(rows), pd.DataFrame(timing)
 
 
+def validation_ids(data: SampleSet, chain_nodes: int, every: int = 1) -> list[int]:
+    """The validation samples of ``chain_nodes`` in time order (every ``every``-th one)."""
+    s = data.samples
+    val = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes)]
+    return val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::every]
+
+
+def print_progress(label: str):
+    """A ``progress`` callback for :func:`run_twin`: one line per tenth of the samples."""
+    t0 = time.perf_counter()
+
+    def progress(done, total, row):
+        if done == total or done % max(1, total // 10) == 0:
+            print(f"{label}: {done}/{total} samples, {time.perf_counter() - t0:.0f} s", flush=True)
+
+    return progress
+
+
 def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, cluster, *,
                 chain_nodes: int, seed: int = 0, params: dict | None = None, c_I: float = 1.0,
                 c_O: float = 0.5, progress=None):
@@ -136,12 +154,10 @@ def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, 
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
 
-    s = data.samples
-    val = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes)]
-    if val.empty:
+    ids = validation_ids(data, chain_nodes)
+    if not ids:
         raise TwinEvalError(f"no validation samples with chain_nodes={chain_nodes}. Fix: pass "
                             "the run's samples and one of its chain sizes")
-    ids = val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()
     t0 = time.perf_counter()
     policy = TwinPolicy(**{"c_I": c_I, "c_O": c_O, **(params or {})})
     policy.fit(trace=with_inferred_dependencies(train, cluster), seed=seed)
@@ -172,13 +188,7 @@ def decide_cmd(args) -> None:
     params = json.loads(args.params)
     desc = cluster_for(args.cluster, args.mode, args.cluster_file)
     data = SampleSet.load(args.samples)
-    t0 = time.perf_counter()
-
-    def progress(done, total, row):
-        if done == total or done % max(1, total // 10) == 0:
-            print(f"twin {args.mode} n={args.chain_nodes}: {done}/{total} samples, "
-                  f"{time.perf_counter() - t0:.0f} s", flush=True)
-
+    progress = print_progress(f"twin {args.mode} n={args.chain_nodes}")
     policy, timing = replay_twin(pd.read_parquet(trace / "train.parquet"),
                                  pd.read_parquet(trace / "validation.parquet"), data, desc,
                                  chain_nodes=args.chain_nodes, seed=args.seed, params=params,
@@ -196,4 +206,3 @@ def decide_cmd(args) -> None:
     print(f"twin {args.mode} n={args.chain_nodes}: {policy.info_['validation_samples']} validation "
           f"samples replayed in {policy.info_['decide_seconds']:.0f} s (median decision "
           f"{policy.info_['median_decision_s']:.3f} s) -> {out}")
-
