@@ -118,19 +118,22 @@ if REPLAYED:
     rule decide_twin:
         # the twin decides from the queue a user sees, which the sample tables lack: it is fitted
         # on the training split's jobs and replayed on every validation sample of the chain size
-        # (each episode re-run and checked against the stored points); evaluate reads its first
-        # submits like any fitted policy's
+        # (each episode re-run and checked against the stored points); twin_tuned first chooses
+        # its quantile level, tolerance and plan veto by time-ordered cross-fitting on the
+        # training samples. evaluate reads the first submits like any fitted policy's
         input:
             train=f"{R}/{{cluster}}/trace/train.parquet",
             validation=f"{R}/{{cluster}}/trace/validation.parquet",
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
             description=description,
         output:
-            models=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/twin"),
+            models=directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{{replayed}}"),
         log:
-            f"{LOGS}/{{cluster}}/{{mode}}/decide_twin_n{{nodes}}.log",
+            f"{LOGS}/{{cluster}}/{{mode}}/decide_{{replayed}}_n{{nodes}}.log",
         benchmark:
-            f"{BENCH}/{{cluster}}/{{mode}}/decide_twin_n{{nodes}}.tsv"
+            f"{BENCH}/{{cluster}}/{{mode}}/decide_{{replayed}}_n{{nodes}}.tsv"
+        wildcard_constraints:
+            replayed="|".join(REPLAYED),
         conda:
             "../envs/learn.yaml"
         threads: 1
@@ -138,17 +141,18 @@ if REPLAYED:
             samples=lambda w, input: str(Path(input.samples).parent),
             trace=lambda w, input: str(Path(input.train).parent),
             seed=config["seed"],
-            params=fit_params(["twin"]),
+            params=lambda w: fit_params([w.replayed]),
             c_I=config["policies"]["costs"]["interruption"],
             c_O=config["policies"]["costs"]["overlap"],
             cluster_file=cluster_file_flag,
             code=code("mirage.samples.cli", "mirage.samples.twin"),
         shell:
-            "python -m mirage samples twin --cluster {wildcards.cluster}"
-            " --mode {wildcards.mode} {params.cluster_file} --trace-dir {params.trace}"
-            " --samples {params.samples} --chain-nodes {wildcards.nodes}"
-            " --seed {params.seed} --params '{params.params}' --c-I {params.c_I}"
-            " --c-O {params.c_O} --out {output.models} > {log} 2>&1"
+            "python -m mirage samples twin --policy {wildcards.replayed}"
+            " --cluster {wildcards.cluster} --mode {wildcards.mode} {params.cluster_file}"
+            " --trace-dir {params.trace} --samples {params.samples}"
+            " --chain-nodes {wildcards.nodes} --seed {params.seed}"
+            " --params '{params.params}' --c-I {params.c_I} --c-O {params.c_O}"
+            " --out {output.models} > {log} 2>&1"
 
 
 rule evaluate:

@@ -2,6 +2,7 @@
 simulating forward pays where the signal is clear."""
 
 import inspect
+import json
 from dataclasses import fields
 from functools import partial
 
@@ -10,9 +11,14 @@ import pandas as pd
 import pytest
 
 from mirage.features.queue import QueueView
+from mirage.outcomes import SampleSet, first_true_grouped
 from mirage.policies.twin import TwinPolicy, TwinPolicyError
 from mirage.samples.generate import Episode, SampleSpec, generate_sample
-from mirage.samples.twin import run_twin_episode
+from mirage.samples.shards import cluster_for
+from mirage.samples.twin import (
+    TwinEvalError, quantile_submits, record_draws, run_twin, run_twin_episode, tune_twin,
+    validation_ids,
+)
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
 from mirage.sim.synth import synthesize
@@ -413,3 +419,158 @@ def test_replayed_decisions_answer_for_the_replayed_samples_only(tiny_run):
         ReplayedDecisions().fit(pd.DataFrame({"sample_id": [1, 1], "k": [0, 1]}))
     with pytest.raises(MirageError, match="mirage samples twin"):
         policy_params("twin", {}, c_I=1.0, c_O=0.5, device="cpu")
+
+
+# ---- twin_tuned: the quantile level, tolerance and plan veto chosen by time-ordered
+# cross-fitting on the training samples (mirage.samples.twin.tune_twin), and what it rests on:
+# fits that leave a block of time out (``holes``), the plan veto, recorded draws
+DAY = 86400
+
+
+@pytest.fixture(scope="module")
+def long_jobs():
+    return synthesize("ls6", start="2023-01-01", days=40, seed=4)
+
+
+def _secs(ts) -> int:
+    return int(pd.Timestamp(ts).value // 10**9)
+
+
+def test_a_hole_leaves_its_jobs_and_weeks_out(long_jobs):
+    jobs = long_jobs
+    hole = (_secs("2023-01-15"), _secs("2023-01-22"))
+    fitted = TwinPolicy(K=4).fit(trace=jobs, seed=0, holes=[hole])
+    # the jobs submitted in the hole count in neither model: planting other runtimes, limits
+    # and users there changes nothing
+    planted = jobs.copy()
+    inside = (planted["submit"] >= "2023-01-15") & (planted["submit"] < "2023-01-22")
+    assert inside.sum() > 100
+    planted.loc[inside, "end"] = planted.loc[inside, "start"] + pd.Timedelta(seconds=30)
+    planted.loc[inside, "user"] = "planted"
+    again = TwinPolicy(K=4).fit(trace=planted, seed=0, holes=[hole])
+    assert np.array_equal(fitted.ratio_pool_, again.ratio_pool_)
+    assert fitted.ratio_index_.keys() == again.ratio_index_.keys()
+    for key in ("submit", "run", "nodes"):
+        assert np.array_equal(fitted.arrival_jobs_[key], again.arrival_jobs_[key])
+    assert not ((fitted.arrival_jobs_["submit"] >= hole[0])
+                & (fitted.arrival_jobs_["submit"] < hole[1])).any()
+    # the week-block arrivals never copy a window that touches the hole, from a decision
+    # inside it or on either side
+    H = int(fitted.params["horizon_h"] * 3600)
+    src = fitted.arrival_jobs_["submit"]
+    drawn = 0
+    for now in (hole[0] + 2 * DAY, hole[0] - 5 * DAY, hole[1] + 3 * DAY):
+        for seed in range(30):
+            arr = fitted.draw_arrivals(np.random.default_rng(seed), now, 10**6)
+            if not len(arr["submit"]):
+                continue
+            idx = -2 - arr["id"]
+            s = int(src[idx[0]] - (arr["submit"][0] - now))  # the copied window's start
+            assert np.array_equal(src[idx] - s + now, arr["submit"])
+            assert s + H <= hole[0] or s >= hole[1]
+            assert (s - now) % (7 * DAY) == 0  # the same hours of the week
+            drawn += 1
+    assert drawn >= 60
+    # without holes the draws are those of a fit that never heard of them
+    a = TwinPolicy(K=4).fit(trace=jobs, seed=0)
+    b = TwinPolicy(K=4).fit(trace=jobs, seed=0, holes=())
+    now = hole[0] + DAY
+    for seed in range(5):
+        x, y = (p.draw_arrivals(np.random.default_rng(seed), now, 10**6) for p in (a, b))
+        assert np.array_equal(x["id"], y["id"]) and np.array_equal(x["submit"], y["submit"])
+    with pytest.raises(TwinPolicyError, match="outside the holes"):
+        TwinPolicy(K=4).fit(trace=jobs, seed=0, holes=[(0, 2**40)])
+
+
+@pytest.mark.parametrize("every_h", [1.25, 6.0], ids=["backlog", "idle"])
+def test_the_plan_veto_allows_a_submit_only_where_the_plan_is_late(every_h):
+    frame, cluster = _stream(every_h)
+    table = JobTable.from_frame(frame)
+    spec = SampleSpec(0, "ls6", "validation", 8, pd.Timestamp("2023-01-02"))
+    points = generate_sample(table, cluster, spec)["points"]
+    policy = TwinPolicy(K=4, gate_h=24, plan_veto=True).fit(trace=frame, seed=0)
+    rec: list = []
+    k, _ = run_twin_episode(policy, table, cluster, spec, points, record=rec)
+    allowed = np.array([ok for _, _, ok in rec])
+    if every_h < 2:
+        # a backlog: the plan starts the successor after the predecessor's end, the veto lets
+        # the twin submit early, and the early submit pays off
+        assert allowed.any()
+        assert k < len(points) - 1 and points["x_h"].iloc[k] < points["x_h"].iloc[-1] - 6
+    else:
+        # an idle cluster: a successor submitted now would start at once, never allowed
+        assert not allowed.any() and k == len(points) - 1
+    assert "plan_veto" in policy.get_params()
+    with pytest.raises(TwinPolicyError, match="plan_veto goes with the quantile rule"):
+        TwinPolicy(rule="plan", plan_veto=True).fit(trace=frame)
+
+
+def test_recorded_draws_give_the_decisions_of_every_setting(tiny_run):
+    # what the tuning scores a candidate by (the first point where the m-th smallest of the K
+    # recorded draws exceeds the tolerance, where the veto allows) is exactly what the twin
+    # with that setting decides when it is replayed with early stopping
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    cluster = cluster_for("ls6", "calibrated")  # what rule decide_twin reads for tiny's ls6
+    train = with_inferred_dependencies(pd.read_parquet(ls6 / "trace" / "train.parquet"), cluster)
+    table = JobTable.from_frame(pd.read_parquet(ls6 / "trace" / "validation.parquet"))
+    data = SampleSet.load(ls6 / "calibrated" / "samples")
+    K = 4
+    recorder = TwinPolicy(K=K, early_stop=False, sign_only=False, cap_h=0.5).fit(trace=train, seed=3)
+    for n in (1, 8):
+        ids = validation_ids(data, n)
+        draws, allowed, timing = record_draws(recorder, data, table, cluster, sample_ids=ids)
+        part = data.subset(ids)
+        assert draws.shape == (len(part.points), K)
+        assert (timing["draws"][timing["draws"] > 0] == K).all()  # no early stop
+        for m, tol, veto in [(1, 60, False), (3, 60, False), (2, 900, True), (3, 1800, True)]:
+            mask = quantile_submits(draws, m, tol) & (allowed if veto else True)
+            first = first_true_grouped(mask, part.points["k"].to_numpy(), part.point_starts())
+            twin = TwinPolicy(K=K, tau=m / K, tolerance_s=tol, plan_veto=veto).fit(trace=train, seed=3)
+            res, _ = run_twin(twin, data, table, cluster, sample_ids=ids)
+            assert list(res["k"]) == list(first), (n, m, tol, veto)
+    with pytest.raises(TwinEvalError, match="early_stop and sign_only off"):
+        record_draws(TwinPolicy(K=K).fit(trace=train), data, table, cluster, sample_ids=ids)
+
+
+def test_the_workflow_tunes_the_twin_on_the_training_samples(tiny_run):
+    # rule decide_twin for twin_tuned: the choice is the sweep's best over the candidates, made
+    # on training samples only, and the stored decisions are the chosen twin's
+    from mirage.policies.cli import load_fitted
+    from mirage.policies.replayed import ReplayedDecisions
+
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    for n in (1, 8):
+        out = ls6 / "calibrated" / "models" / f"n{n}" / "twin_tuned"
+        fitted = load_fitted(out)
+        assert isinstance(fitted, ReplayedDecisions) and fitted.name == "twin_tuned"
+        info = json.loads((out / "fit.json").read_text())
+        tuning = info["replayed"]["tuning"]
+        sweep = pd.DataFrame(tuning["sweep"])
+        K = info["params"]["K"]
+        assert K == 4 and len(sweep) == 2 * (K - 1) * 5  # veto x m in 1..K-1 x 5 tolerances
+        best = sweep.loc[sweep["cost_ratio"].idxmin()]
+        chosen = tuning["chosen"]
+        assert chosen == {"tau": int(best["m"]) / K, "tolerance_s": int(best["tolerance_s"]),
+                          "plan_veto": bool(best["plan_veto"])}
+        assert {k: info["params"][k] for k in chosen} == chosen  # the replayed twin's setting
+        assert tuning["untuned_cost_ratio"] >= tuning["tune_cost_ratio"]
+        assert tuning["tune_samples"] == 4 and tuning["tune_blocks"] == 2  # tiny: 4 per size
+        data = SampleSet.load(ls6 / "calibrated" / "samples").split("validation")
+        part = data.subset(data.samples.loc[data.samples["chain_nodes"] == n, "sample_id"])
+        assert list(fitted.first_submit_all(part).index) == list(part.sample_ids)
+
+
+def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
+    from mirage.cli import main
+
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    data = SampleSet.load(ls6 / "calibrated" / "samples")
+    train = pd.read_parquet(ls6 / "trace" / "train.parquet")
+    with pytest.raises(TwinEvalError, match="at least 4 training samples"):
+        tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4}, every=2)
+    assert main(["samples", "twin", "--cluster", "ls6", "--trace-dir", str(ls6 / "trace"),
+                 "--samples", str(ls6 / "calibrated" / "samples"), "--chain-nodes", "1",
+                 "--seed", "0", "--params", '{"K": 4, "tune_every": 2}',
+                 "--out", str(tmp_path / "o")]) == 2
+    assert "tune_every / tune_blocks are twin_tuned's parameters" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()

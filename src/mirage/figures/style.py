@@ -62,7 +62,7 @@ POLICY_COLORS = {
     "transformer": "#00796b", "transformer_tuned": "#4db6ac",
     "moe": "#7b4173", "moe_tuned": "#c085b8",
     "pg_transformer": "#8c1c13",
-    "twin": "#e6ab02",
+    "twin": "#e6ab02", "twin_tuned": "#a6761d",
     "oracle": "#000000",
 }
 # names outside the registry (a user's own policy): a colour chosen by the name alone, so it

@@ -19,7 +19,7 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
     if name in REPLAYED_POLICY_NAMES:
         raise MirageError(f"{name} is not fitted on the samples: it is fitted on the training "
                           "trace and replayed on the validation samples. Fix: `mirage samples "
-                          f"{name}` (the workflow's decide_{name} rule)")
+                          f"twin --policy {name}` (the workflow's decide_twin rule)")
     if name not in POLICIES:
         raise MirageError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
     out = dict(params)

@@ -18,7 +18,7 @@ from mirage.outcomes import SampleSet
 from mirage.policies.base import Policy
 
 #: the policies evaluated through stored replayed decisions, and the command that makes them
-REPLAYED_POLICY_NAMES = frozenset({"twin"})
+REPLAYED_POLICY_NAMES = frozenset({"twin", "twin_tuned"})
 
 
 class ReplayedDecisionsError(MirageError):
@@ -61,7 +61,7 @@ class ReplayedDecisions(Policy):
             raise ReplayedDecisionsError(
                 f"{self.name}: no replayed decision for {len(missing)} of {len(ids)} samples "
                 f"(e.g. {list(missing[:5])}). Fix: replay it on these samples "
-                "(`mirage samples twin`, the workflow's decide_twin rule)")
+                "(`mirage samples twin --policy NAME`, the workflow's decide_twin rule)")
         return self.decisions_.reindex(ids).rename_axis("sample_id")
 
     def submit_mask(self, points, windows=None):

@@ -79,11 +79,11 @@ class TwinPolicy(Policy):
                  tau: float | None = None, c_I: float = 1.0, c_O: float = 0.5,
                  arrivals: str = "weeks", min_user_jobs: int = 20, gate_h: float | None = None,
                  sign_only: bool = True, early_stop: bool = True, cap_h: float = 48.0,
-                 tolerance_s: int = 60, step_s: int = 600):
+                 tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False):
         self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
                            arrivals=arrivals, min_user_jobs=min_user_jobs, gate_h=gate_h,
                            sign_only=sign_only, early_stop=early_stop, cap_h=cap_h,
-                           tolerance_s=tolerance_s, step_s=step_s)
+                           tolerance_s=tolerance_s, step_s=step_s, plan_veto=plan_veto)
 
     # ---- settings --------------------------------------------------------------------------
     @property
@@ -99,15 +99,24 @@ class TwinPolicy(Policy):
             raise TwinPolicyError(f"twin: arrivals {p['arrivals']!r} unknown. Fix: use one of {ARRIVALS}")
         if int(p["K"]) < 1 or float(p["horizon_h"]) <= 0:
             raise TwinPolicyError("twin: K must be >= 1 and horizon_h > 0. Fix: set them in the params")
+        if p["plan_veto"] and p["rule"] != "quantile":
+            raise TwinPolicyError("twin: plan_veto goes with the quantile rule only. Fix: set "
+                                  "rule: quantile or plan_veto: false")
         if not 0.0 < self.tau < 1.0:
             raise TwinPolicyError(f"twin: tau {self.tau} must lie in (0, 1). Fix: set tau or c_I, c_O")
 
     # ---- fit -------------------------------------------------------------------------------
-    def fit(self, train=None, seed: int = 0, *, trace: pd.DataFrame | None = None) -> "TwinPolicy":
+    def fit(self, train=None, seed: int = 0, *, trace: pd.DataFrame | None = None,
+            holes=()) -> "TwinPolicy":
         """Learn the runtime and arrival models from ``trace``, a canonical (clean) job table
         of the training split; with an ``in_window`` column (mirage.traces.split) only the jobs
-        submitted inside the window count. ``train`` (the training samples) is not used."""
+        submitted inside the window count. ``train`` (the training samples) is not used.
+        ``holes``: spans ``(start_s, end_s)`` of time (epoch seconds) left out: their jobs
+        count in neither model and the week-block arrivals never copy a window that touches
+        one (the time-ordered tuning, mirage.samples.twin.tune_twin, fits the twin without the
+        block of time it scores)."""
         self._check_params()
+        holes = tuple((int(a), int(b)) for a, b in holes)
         if trace is None:
             raise TwinPolicyError(
                 "twin: fit needs the training trace (the canonical job table). "
@@ -126,6 +135,15 @@ class TwinPolicy(Policy):
         def secs(col):
             return jobs[col].to_numpy(dtype="datetime64[s]").astype(np.int64)
 
+        if holes:
+            sub_s = secs("submit")
+            inside = np.zeros(len(jobs), dtype=bool)
+            for a, b in holes:
+                inside |= (sub_s >= a) & (sub_s < b)
+            jobs = jobs[~inside]
+            if len(jobs) == 0:
+                raise TwinPolicyError("twin: no training job is left outside the holes. "
+                                      "Fix: pass holes that leave part of the window")
         submit, start, end = secs("submit"), secs("start"), secs("end")
         limit = jobs["time_limit_min"].to_numpy(dtype=np.int64) * 60
         run = np.clip(end - start, 0, limit)
@@ -174,6 +192,9 @@ class TwinPolicy(Policy):
         self.span_ = (lo, hi)
         # hours of the week covered by the span, and the jobs submitted in each
         hours = np.arange(lo, hi, 3600, dtype=np.int64)
+        for a, b in holes:
+            hours = hours[(hours < a - 3599) | (hours >= b)]
+        self.holes_ = holes
         covered = np.bincount(hour_of_week(hours), minlength=168).astype(np.float64)
         how = hour_of_week(submit)
         per_hour = np.bincount(how, minlength=168).astype(np.float64)
@@ -265,6 +286,17 @@ class TwinPolicy(Policy):
         # the week); without one (a span shorter than a week + H), any s in the span
         m_min = -((-(now - (hi - H))) // WEEK_S)  # ceil
         m_max = (now - lo) // WEEK_S
+        if getattr(self, "holes_", ()) and m_min <= m_max:
+            # only the windows that touch no hole (without holes: the same draw as below)
+            s_all = now - np.arange(m_min, m_max + 1, dtype=np.int64) * WEEK_S
+            ok = np.ones(len(s_all), dtype=bool)
+            for a, b in self.holes_:
+                ok &= (s_all + H <= a) | (s_all >= b)
+            if ok.any():
+                s = int(s_all[ok][int(rng.integers(0, int(ok.sum())))])
+                a, b = np.searchsorted(sub, [s, s + H], side="right")
+                idx = np.arange(a, b)
+                return idx, sub[idx] - s + now
         if m_min <= m_max:
             s = now - int(rng.integers(m_min, m_max + 1)) * WEEK_S
         elif hi - H > lo:
@@ -352,6 +384,27 @@ class TwinPolicy(Policy):
             return False
         return (not view.pred_running) or (view.pred_end - view.now) > float(g) * 3600
 
+    def plan_future(self, view: QueueView) -> QueueFuture:
+        """The scheduler's plan as a future: every job runs to its limit, nothing arrives."""
+        self._fitted()
+        none = np.zeros(0, np.int64)
+        return QueueFuture(
+            running_run=np.maximum(np.asarray(view.running_limit_s, np.int64),
+                                   np.asarray(view.running_elapsed_s, np.int64) + 1),
+            pending_run=np.asarray(view.pending_limit_s, np.int64).copy(),
+            arrival_submit=none, arrival_nodes=none, arrival_limit_s=none, arrival_run=none,
+            arrival_user=np.zeros(0, dtype=object), arrival_tprio=np.zeros(0),
+            succ_tprio=self.succ_tprio_, arrival_id=none, arrival_dep=none)
+
+    def plan_allows(self, view: QueueView, simulate) -> bool:
+        """The plan veto (``plan_veto``, as the ``*_tuned`` policies' veto on Slurm's plan):
+        submitting now is allowed only where the plan (:meth:`plan_future`) starts the
+        successor no earlier than the predecessor's end; never while the predecessor waits."""
+        if not view.pred_running:
+            return False
+        return bool(simulate(view, self.plan_future(view),
+                             cap_s=int(self.params["tolerance_s"])) >= 0.0)
+
     def evaluate_view(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
         """``(submit now?, x_h of the K draws)``; x is NaN for draws not simulated (gate, early
         stop). ``simulate(view, future, cap_s=...)`` returns one draw's x_h (+inf when the
@@ -360,6 +413,8 @@ class TwinPolicy(Policy):
         K = int(self.params["K"])
         x = np.full(K, np.nan)
         if self.gated(view):
+            return False, x
+        if self.params["plan_veto"] and not self.plan_allows(view, simulate):
             return False, x
         supports = self._view_supports(view)
         sign_only = bool(self.params["sign_only"])

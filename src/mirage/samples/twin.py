@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.errors import MirageError
-from mirage.outcomes import SampleSet
+from mirage.outcomes import SampleSet, cost
 from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
 from mirage.sim import twin as engine
@@ -58,12 +58,15 @@ def _check_point(spec: SampleSpec, row: dict, stored: pd.Series | None, check_fe
 
 def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
                      points: pd.DataFrame | None = None, *, check_features: bool = True,
-                     simulate=None, truth: str | None = None) -> tuple[int, list[dict]]:
+                     simulate=None, truth: str | None = None,
+                     record: list | None = None) -> tuple[int, list[dict]]:
     """``(k, timing rows)``: the decision point of the twin's first submit in ``spec``'s episode
     (the last point, the reactive one, when it never submits), and one row per point asked.
     ``points``: the stored points of the sample, checked point by point (None: no check).
     ``truth`` (an ablation, mirage.sim.twin.TRUTHS): the trace's runtimes and/or arrivals replace
-    the policy's draws in every simulated future."""
+    the policy's draws in every simulated future. ``record``: a list that receives ``(k, x_h
+    of the draws, does the plan veto allow a submit)`` for every point asked; the episode then
+    runs on past the first submit to the predecessor's end (the tuning reads every point)."""
     ep = Episode(table, cluster, spec)
     if simulate is None:
         simulate = partial(getattr(engine, policy.engine_call), cluster=cluster)
@@ -75,6 +78,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
             return drawn_simulate(view, true_future(ep.sim, view, future, truth, horizon_s), **kw)
     stored = None if points is None else points.sort_values("k").set_index("k", drop=False)
     timing = []
+    first = None
     for t, row in ep:
         k = int(row["k"])
         if stored is not None:
@@ -87,7 +91,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
             timing.append({"sample_id": spec.sample_id, "k": k, "draws": 0, "seconds": 0.0,
                            "n_running": np.nan, "n_pending": np.nan, "submit": True,
                            "reactive": True})
-            return k, timing
+            return (k if first is None else first), timing
         t0 = time.perf_counter()
         view = view_from_sim(ep.sim, t, pred_jid=ep.pred, pred_submit=ep.t_pred,
                              pred_limit_s=ep.limit_s, chain_nodes=spec.chain_nodes)
@@ -95,7 +99,11 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
         timing.append({"sample_id": spec.sample_id, "k": k, "draws": int((~np.isnan(np.reshape(x, (len(x), -1))[:, 0])).sum()),
                        "seconds": time.perf_counter() - t0, "n_running": view.n_running,
                        "n_pending": view.n_pending, "submit": bool(submit), "reactive": False})
-        if submit:
+        if record is not None:
+            record.append((k, np.asarray(x, dtype=np.float64), policy.plan_allows(view, simulate)))
+            if submit and first is None:
+                first = k
+        elif submit:
             return k, timing
     raise AssertionError("unreachable: the predecessor's end always submits")
 
@@ -142,14 +150,140 @@ def print_progress(label: str):
     return progress
 
 
+#: the tuned twin's candidates: the quantile level as m of its K draws (tau = m / K) and the
+#: tolerance (s) the m-th smallest x must exceed; cautious first (low tau, high tolerance)
+TUNE_TOLERANCES_S = (3600, 1800, 900, 300, 60)
+#: the time after a block's last decision point whose jobs the block's fit leaves out too: the
+#: futures its episodes simulate (a predecessor's limit of 48 h and a day of its queue)
+_HOLE_AFTER_S = 3 * 86400
+
+
+def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids,
+                 progress=None) -> tuple[np.ndarray, pd.DataFrame]:
+    """Every point's K draws of x (hours, +inf beyond the policy's ``cap_h``) on the samples
+    ``sample_ids`` of ``data``, the episodes run to the predecessor's end: an array (n points,
+    K) aligned with ``data.subset(sample_ids).points`` (NaN where the twin is not asked: the
+    predecessor's end), whether the plan veto allows a submit at each point, and the timing
+    frame. ``policy``: a fitted quantile-rule twin with
+    ``early_stop`` and ``sign_only`` off (otherwise draws are missing)."""
+    if policy.params["early_stop"] or policy.params["sign_only"] or policy.params["rule"] != "quantile":
+        raise TwinEvalError("record_draws needs the quantile rule with early_stop and sign_only "
+                            "off. Fix: set them in the twin's params")
+    part = data.subset(sample_ids)
+    K = int(policy.params["K"])
+    pts = part.points
+    out = np.full((len(pts), K), np.nan)
+    allowed = np.zeros(len(pts), dtype=bool)
+    row_of = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pts["sample_id"], pts["k"]))}
+    by_sample = dict(tuple(pts.groupby("sample_id", sort=False)))
+    samples = part.samples.set_index("sample_id", drop=False)
+    timing = []
+    for n, sid in enumerate(samples.index, 1):
+        rec: list = []
+        p = by_sample[sid].sort_values("k").reset_index(drop=True)
+        _, tim = run_twin_episode(policy, table, cluster, spec_of(samples.loc[sid]), p, record=rec)
+        timing.extend(tim)
+        for k, x, ok in rec:
+            out[row_of[(int(sid), k)]] = x
+            allowed[row_of[(int(sid), k)]] = ok
+        if progress is not None:
+            progress(n, len(samples), {"sample_id": int(sid)})
+    return out, allowed, pd.DataFrame(timing)
+
+
+def quantile_submits(draws: np.ndarray, m: int, tolerance_s: float) -> np.ndarray:
+    """Per point: does the twin's quantile rule submit, with the m-th smallest of the K draws
+    as the quantile (tau = m / K, ``numpy.quantile(..., method="inverted_cdf")``) and this
+    tolerance? Points without draws never submit."""
+    q = np.sort(draws, axis=1)[:, int(m) - 1]  # NaN rows sort to NaN: False below
+    with np.errstate(invalid="ignore"):
+        return q > float(tolerance_s) / 3600.0
+
+
+def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int, seed: int = 0,
+              params: dict | None = None, c_I: float = 1.0, c_O: float = 0.5,
+              n_blocks: int = 4, every: int = 8, tolerances_s=TUNE_TOLERANCES_S,
+              progress=None) -> tuple[dict, pd.DataFrame, dict]:
+    """The twin's quantile level and tolerance chosen by time-ordered cross-fitting on the
+    training samples (mirage.policies.tuning, as the ``*_tuned`` policies choose their
+    threshold): every ``every``-th training sample of ``chain_nodes`` in time order, cut into
+    ``n_blocks`` blocks; for each block the twin is fitted on the training jobs without that
+    block's time (``holes``: from its first sample's start to three days past its last
+    point) and records every point's K draws; each candidate (m of K, tolerance, with or
+    without the plan veto, :meth:`~mirage.policies.twin.TwinPolicy.plan_allows`) is scored
+    by the mean over blocks of its cost divided by the block's reactive cost. Returns ``(the chosen params:
+    tau, tolerance_s, plan_veto; the sweep table; info)``."""
+    from mirage.policies.tuning import HeldOutBlock, sweep, time_blocks
+    from mirage.policies.twin import TwinPolicy
+    from mirage.sim.twin import with_inferred_dependencies
+
+    base = {"c_I": c_I, "c_O": c_O, **(params or {})}
+    base.pop("plan_veto", None)
+    K = int(base.get("K", 32))
+    s = data.samples
+    train_ids = (s.loc[(s["split"] == "train") & (s["chain_nodes"] == chain_nodes)]
+                 .sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::max(1, int(every))])
+    if len(train_ids) < n_blocks:
+        raise TwinEvalError(f"tuning the twin needs at least {n_blocks} training samples of "
+                            f"chain_nodes={chain_nodes}, got {len(train_ids)}. Fix: lower "
+                            "--tune-every or use a run with more samples")
+    jobs = with_inferred_dependencies(train, cluster)
+    table = JobTable.from_frame(train)
+    sub = data.subset(train_ids)
+    recorder = {**base, "early_stop": False, "sign_only": False,
+                "cap_h": max(tolerances_s) / 3600.0, "rule": "quantile"}
+    blocks, allows, t0, asked, done = [], {}, time.perf_counter(), 0, 0
+    for ids in time_blocks(sub, n_blocks):
+        part = sub.subset(ids)
+        starts = part.samples["sample_start"].to_numpy(dtype="datetime64[s]").astype(np.int64)
+        last_t = part.points["t"].to_numpy(dtype="datetime64[s]").astype(np.int64).max()
+        hole = (int(starts.min()), int(last_t) + _HOLE_AFTER_S)
+        twin = TwinPolicy(**recorder).fit(trace=jobs, seed=seed, holes=[hole])
+
+        def step(n, total, row, _done=done):
+            if progress is not None:
+                progress(_done + n, len(train_ids), row)
+
+        draws, allowed, timing = record_draws(twin, part, table, cluster, sample_ids=ids,
+                                              progress=step)
+        allows[id(part)] = allowed
+        done += len(ids)
+        asked += int((timing["draws"] > 0).sum()) if len(timing) else 0
+        reactive = cost(part.points.groupby("sample_id")["x_h"].last().to_numpy(), c_I, c_O)
+        blocks.append(HeldOutBlock(part, draws, max(float(reactive.mean()), 1e-6)))
+    candidates = [{"plan_veto": g, "m": m, "tolerance_s": int(tol)}
+                  for g in (False, True) for m in range(1, K) for tol in tolerances_s]
+
+    def rule(b, c):
+        hit = quantile_submits(b.score, c["m"], c["tolerance_s"])
+        return hit & allows[id(b.data)] if c["plan_veto"] else hit
+
+    best, table_ = sweep(blocks, candidates, rule, c_I, c_O)
+    table_["tau"] = table_["m"] / K
+    chosen = {"tau": int(best["m"]) / K, "tolerance_s": int(best["tolerance_s"]),
+              "plan_veto": bool(best["plan_veto"])}
+    default = {**TwinPolicy(**base).params}
+    m0 = int(np.ceil(TwinPolicy(**base).tau * K - 1e-9))
+    untuned = table_.loc[(table_["m"] == m0) & (table_["tolerance_s"] == int(default["tolerance_s"]))
+                         & (~table_["plan_veto"].astype(bool)), "cost_ratio"]
+    info = {"tune_samples": len(train_ids), "tune_blocks": len(blocks), "tune_every": int(every),
+            "tune_points_asked": asked, "tune_seconds": round(time.perf_counter() - t0, 2),
+            "tune_cost_ratio": float(table_["cost_ratio"].min()),
+            "untuned_cost_ratio": float(untuned.iloc[0]) if len(untuned) else None,
+            "chosen": chosen}
+    return chosen, table_, info
+
+
 def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, cluster, *,
                 chain_nodes: int, seed: int = 0, params: dict | None = None, c_I: float = 1.0,
-                c_O: float = 0.5, progress=None):
+                c_O: float = 0.5, progress=None, tune: dict | None = None):
     """The twin fitted on the training split's jobs (``train``, canonical; dependencies
     inferred where ``cluster`` infers them) and replayed on every validation sample of
     ``chain_nodes`` in ``data``: a fitted
     :class:`~mirage.policies.replayed.ReplayedDecisions` (what `mirage evaluate` scores) and
-    the timing frame of :func:`run_twin`."""
+    the timing frame of :func:`run_twin`. ``tune`` (``twin_tuned``: keyword arguments of
+    :func:`tune_twin`, e.g. ``{"every": 8}``): the quantile level, tolerance and plan veto are
+    chosen on the training samples first; the sweep is in ``info_["tuning"]``."""
     from mirage.policies.replayed import ReplayedDecisions
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
@@ -158,8 +292,16 @@ def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, 
     if not ids:
         raise TwinEvalError(f"no validation samples with chain_nodes={chain_nodes}. Fix: pass "
                             "the run's samples and one of its chain sizes")
+    params = dict(params or {})
+    tuning = None
+    if tune is not None:
+        chosen, sweep_table, tuning = tune_twin(train, data, cluster, chain_nodes=chain_nodes,
+                                                seed=seed, params=params, c_I=c_I, c_O=c_O,
+                                                progress=progress, **tune)
+        params.update(chosen)
+        tuning["sweep"] = sweep_table.to_dict("records")
     t0 = time.perf_counter()
-    policy = TwinPolicy(**{"c_I": c_I, "c_O": c_O, **(params or {})})
+    policy = TwinPolicy(**{"c_I": c_I, "c_O": c_O, **params})
     policy.fit(trace=with_inferred_dependencies(train, cluster), seed=seed)
     fit_s = time.perf_counter() - t0
     res, timing = run_twin(policy, data, JobTable.from_frame(validation), cluster,
@@ -169,7 +311,10 @@ def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, 
             "decisions_asked": int(len(asked)),
             "median_decision_s": float(asked["seconds"].median()) if len(asked) else 0.0,
             "validation_samples": len(ids)}
-    out = ReplayedDecisions("twin", policy.get_params()).fit(res[["sample_id", "k"]], seed, info)
+    if tuning is not None:
+        info["tuning"] = tuning
+    name = "twin" if tune is None else "twin_tuned"
+    out = ReplayedDecisions(name, policy.get_params()).fit(res[["sample_id", "k"]], seed, info)
     return out, timing
 
 
@@ -186,23 +331,36 @@ def decide_cmd(args) -> None:
             raise MirageError(f"{f}: missing. Fix: pass the run's trace split directory "
                               "(results/<run>/<cluster>/trace) and its samples")
     params = json.loads(args.params)
+    name = getattr(args, "policy", "twin")
+    tune = None
+    if name == "twin_tuned":
+        tune = {"every": int(params.pop("tune_every", 8)),
+                "n_blocks": int(params.pop("tune_blocks", 4))}
+    elif {"tune_every", "tune_blocks"} & set(params):
+        raise MirageError("tune_every / tune_blocks are twin_tuned's parameters. Fix: use "
+                          "--policy twin_tuned or drop them")
     desc = cluster_for(args.cluster, args.mode, args.cluster_file)
     data = SampleSet.load(args.samples)
-    progress = print_progress(f"twin {args.mode} n={args.chain_nodes}")
+    progress = print_progress(f"{name} {args.mode} n={args.chain_nodes}")
     policy, timing = replay_twin(pd.read_parquet(trace / "train.parquet"),
                                  pd.read_parquet(trace / "validation.parquet"), data, desc,
                                  chain_nodes=args.chain_nodes, seed=args.seed, params=params,
-                                 c_I=args.c_I, c_O=args.c_O, progress=progress)
+                                 c_I=args.c_I, c_O=args.c_O, progress=progress, tune=tune)
     out.mkdir(parents=True, exist_ok=True)
     model = policy.save(out / "model.joblib")
     timing.to_csv(out / "timing.csv", index=False)
     train_ids = data.samples.loc[(data.samples["split"] == "train")
                                  & (data.samples["chain_nodes"] == args.chain_nodes), "sample_id"]
-    info = {"policy": "twin", "params": policy.params, "seed": args.seed,
+    info = {"policy": name, "params": policy.params, "seed": args.seed,
             "chain_nodes": args.chain_nodes, "train_samples": int(len(train_ids)),
             "train_points": None, "fit_seconds": policy.info_["fit_seconds"],
             "model": model.name, "replayed": policy.info_}
     (out / "fit.json").write_text(json.dumps(info, indent=2, default=str) + "\n")
-    print(f"twin {args.mode} n={args.chain_nodes}: {policy.info_['validation_samples']} validation "
+    if "tuning" in policy.info_:
+        t = policy.info_["tuning"]
+        print(f"{name} {args.mode} n={args.chain_nodes}: chose {t['chosen']} on {t['tune_samples']} "
+              f"training samples in {t['tune_seconds']:.0f} s (cost / reactive "
+              f"{t['tune_cost_ratio']:.3f}, the untuned twin's {t['untuned_cost_ratio']})")
+    print(f"{name} {args.mode} n={args.chain_nodes}: {policy.info_['validation_samples']} validation "
           f"samples replayed in {policy.info_['decide_seconds']:.0f} s (median decision "
           f"{policy.info_['median_decision_s']:.3f} s) -> {out}")
