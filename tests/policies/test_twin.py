@@ -566,6 +566,8 @@ def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
     ls6 = tiny_run / "results" / "tiny" / "ls6"
     data = SampleSet.load(ls6 / "calibrated" / "samples")
     train = pd.read_parquet(ls6 / "trace" / "train.parquet")
+    with pytest.raises(TwinEvalError, match="twin_tuned tunes the quantile rule"):
+        tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4, "rule": "plan"})
     with pytest.raises(TwinEvalError, match="at least 4 training samples"):
         tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4}, every=2)
     assert main(["samples", "twin", "--cluster", "ls6", "--trace-dir", str(ls6 / "trace"),

@@ -211,28 +211,34 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     block's time (``holes``: from its first sample's start to three days past its last
     point) and records every point's K draws; each candidate (m of K, tolerance, with or
     without the plan veto, :meth:`~mirage.policies.twin.TwinPolicy.plan_allows`) is scored
-    by the mean over blocks of its cost divided by the block's reactive cost. Returns ``(the chosen params:
-    tau, tolerance_s, plan_veto; the sweep table; info)``."""
+    by the mean over blocks of its cost divided by the block's reactive cost. Returns ``(the
+    chosen params: tau, tolerance_s, plan_veto; the sweep table; info)``."""
     from mirage.policies.tuning import HeldOutBlock, sweep, time_blocks
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
 
     base = {"c_I": c_I, "c_O": c_O, **(params or {})}
     base.pop("plan_veto", None)
-    K = int(base.get("K", 32))
+    untuned = TwinPolicy(**base)  # the settings the tuning starts from (checked here)
+    untuned._check_params()
+    if untuned.params["rule"] != "quantile":
+        raise TwinEvalError(f"twin_tuned tunes the quantile rule, not {untuned.params['rule']!r}. "
+                            "Fix: drop rule from its params (or set rule: quantile)")
+    K = int(untuned.params["K"])
     s = data.samples
     train_ids = (s.loc[(s["split"] == "train") & (s["chain_nodes"] == chain_nodes)]
                  .sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::max(1, int(every))])
     if len(train_ids) < n_blocks:
         raise TwinEvalError(f"tuning the twin needs at least {n_blocks} training samples of "
                             f"chain_nodes={chain_nodes}, got {len(train_ids)}. Fix: lower "
-                            "--tune-every or use a run with more samples")
+                            "tune_every (policies.params.twin_tuned) or tune_blocks, or use a "
+                            "run with more samples")
     jobs = with_inferred_dependencies(train, cluster)
     table = JobTable.from_frame(train)
     sub = data.subset(train_ids)
     recorder = {**base, "early_stop": False, "sign_only": False,
                 "cap_h": max(tolerances_s) / 3600.0, "rule": "quantile"}
-    blocks, allows, t0, asked, done = [], {}, time.perf_counter(), 0, 0
+    blocks, allowed_by_block, t0, asked, done = [], [], time.perf_counter(), 0, 0
     for ids in time_blocks(sub, n_blocks):
         part = sub.subset(ids)
         starts = part.samples["sample_start"].to_numpy(dtype="datetime64[s]").astype(np.int64)
@@ -246,30 +252,30 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
 
         draws, allowed, timing = record_draws(twin, part, table, cluster, sample_ids=ids,
                                               progress=step)
-        allows[id(part)] = allowed
+        allowed_by_block.append(allowed)
         done += len(ids)
         asked += int((timing["draws"] > 0).sum()) if len(timing) else 0
         reactive = cost(part.points.groupby("sample_id")["x_h"].last().to_numpy(), c_I, c_O)
         blocks.append(HeldOutBlock(part, draws, max(float(reactive.mean()), 1e-6)))
+    allows = {id(b): a for b, a in zip(blocks, allowed_by_block)}
     candidates = [{"plan_veto": g, "m": m, "tolerance_s": int(tol)}
                   for g in (False, True) for m in range(1, K) for tol in tolerances_s]
 
     def rule(b, c):
         hit = quantile_submits(b.score, c["m"], c["tolerance_s"])
-        return hit & allows[id(b.data)] if c["plan_veto"] else hit
+        return hit & allows[id(b)] if c["plan_veto"] else hit
 
     best, table_ = sweep(blocks, candidates, rule, c_I, c_O)
     table_["tau"] = table_["m"] / K
     chosen = {"tau": int(best["m"]) / K, "tolerance_s": int(best["tolerance_s"]),
               "plan_veto": bool(best["plan_veto"])}
-    default = {**TwinPolicy(**base).params}
-    m0 = int(np.ceil(TwinPolicy(**base).tau * K - 1e-9))
-    untuned = table_.loc[(table_["m"] == m0) & (table_["tolerance_s"] == int(default["tolerance_s"]))
-                         & (~table_["plan_veto"].astype(bool)), "cost_ratio"]
+    m0 = int(np.ceil(untuned.tau * K - 1e-9))
+    row = table_.loc[(table_["m"] == m0) & (table_["tolerance_s"] == int(untuned.params["tolerance_s"]))
+                     & (~table_["plan_veto"].astype(bool)), "cost_ratio"]
     info = {"tune_samples": len(train_ids), "tune_blocks": len(blocks), "tune_every": int(every),
             "tune_points_asked": asked, "tune_seconds": round(time.perf_counter() - t0, 2),
             "tune_cost_ratio": float(table_["cost_ratio"].min()),
-            "untuned_cost_ratio": float(untuned.iloc[0]) if len(untuned) else None,
+            "untuned_cost_ratio": float(row.iloc[0]) if len(row) else None,
             "chosen": chosen}
     return chosen, table_, info
 
