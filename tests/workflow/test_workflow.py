@@ -89,7 +89,7 @@ def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
     assert set(evaluation["policy"]) == {
         "reactive", "average", "fixed_lead", "plan_lead", "quantile", "service_level", "rf",
         "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned", "pg", "pg_tuned", "transformer", "moe",
-        "oracle", "twin"}
+        "oracle", "twin", "twin_tuned"}
     assert {"cluster", "mode", "chain_nodes", "load_level", "policy", "n", "mean_interruption_h",
             "median_interruption_h", "mean_overlap_h", "overlap_node_hours", "zero_interruption_share",
             "interruption_reduction_pct", "cost", "oracle_gap"} <= set(evaluation.columns)
