@@ -16,8 +16,8 @@ from mirage.policies.twin import TwinPolicy, TwinPolicyError
 from mirage.samples.generate import Episode, SampleSpec, generate_sample
 from mirage.samples.shards import cluster_for
 from mirage.samples.twin import (
-    TwinEvalError, quantile_submits, record_draws, run_twin, run_twin_episode, tune_twin,
-    validation_ids,
+    TwinEvalError, ids_in_time_order, quantile_submits, record_draws, run_twin, run_twin_episode,
+    tune_twin,
 )
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
@@ -517,7 +517,7 @@ def test_recorded_draws_give_the_decisions_of_every_setting(tiny_run):
     K = 4
     recorder = TwinPolicy(K=K, early_stop=False, sign_only=False, cap_h=0.5).fit(trace=train, seed=3)
     for n in (1, 8):
-        ids = validation_ids(data, n)
+        ids = ids_in_time_order(data, n)
         draws, allowed, timing = record_draws(recorder, data, table, cluster, sample_ids=ids)
         part = data.subset(ids)
         assert draws.shape == (len(part.points), K)

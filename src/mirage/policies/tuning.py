@@ -56,6 +56,13 @@ class HeldOutBlock:
         return self._x[self._starts + first]
 
 
+def held_out(part: SampleSet, score: np.ndarray, c_I: float = 1.0, c_O: float = 0.5) -> HeldOutBlock:
+    """``part`` scored by a model that did not see it, with its reactive cost as the reference
+    (floored, so a block with nothing to win does not blow the ratio up)."""
+    reactive = cost(mask_outcomes(part, np.zeros(len(part.points), bool)), c_I, c_O)
+    return HeldOutBlock(part, score, max(float(reactive.mean()), _MIN_REFERENCE_COST))
+
+
 def time_blocks(data: SampleSet, n_blocks: int) -> list[np.ndarray]:
     """Sample ids in ``n_blocks`` consecutive blocks of sample start time (empty ones dropped)."""
     if n_blocks < 2:
@@ -78,8 +85,7 @@ def cross_fit(train: SampleSet, n_blocks: int,
     for b in blocks:
         part = train.subset(b)
         score = np.asarray(fit_score(train.subset(np.setdiff1d(ids, b)), part))
-        reactive = cost(mask_outcomes(part, np.zeros(len(part.points), bool)), c_I, c_O)
-        out.append(HeldOutBlock(part, score, max(float(reactive.mean()), _MIN_REFERENCE_COST)))
+        out.append(held_out(part, score, c_I, c_O))
     return out
 
 

@@ -286,18 +286,17 @@ class TwinPolicy(Policy):
         # the week); without one (a span shorter than a week + H), any s in the span
         m_min = -((-(now - (hi - H))) // WEEK_S)  # ceil
         m_max = (now - lo) // WEEK_S
+        clear = None
         if getattr(self, "holes_", ()) and m_min <= m_max:
-            # only the windows that touch no hole (without holes: the same draw as below)
+            # only the windows that touch no hole (without holes: the draw of the next branch)
             s_all = now - np.arange(m_min, m_max + 1, dtype=np.int64) * WEEK_S
             ok = np.ones(len(s_all), dtype=bool)
             for a, b in self.holes_:
                 ok &= (s_all + H <= a) | (s_all >= b)
-            if ok.any():
-                s = int(s_all[ok][int(rng.integers(0, int(ok.sum())))])
-                a, b = np.searchsorted(sub, [s, s + H], side="right")
-                idx = np.arange(a, b)
-                return idx, sub[idx] - s + now
-        if m_min <= m_max:
+            clear = s_all[ok] if ok.any() else None
+        if clear is not None:
+            s = int(clear[int(rng.integers(0, len(clear)))])
+        elif m_min <= m_max:
             s = now - int(rng.integers(m_min, m_max + 1)) * WEEK_S
         elif hi - H > lo:
             s = int(rng.integers(lo, hi - H + 1))

@@ -99,7 +99,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
     from mirage.samples.shards import cluster_for
-    from mirage.samples.twin import print_progress, run_twin, validation_ids
+    from mirage.samples.twin import ids_in_time_order, print_progress, run_twin
     from mirage.sim import JobTable
     from mirage.sim.twin import with_inferred_dependencies
 
@@ -115,7 +115,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     data = SampleSet.load(root / mode / "samples")
     if every < 1:
         raise MirageError(f"--every {every}: must be at least 1")
-    ids = validation_ids(data, chain_nodes, every) if sample_ids is None else list(sample_ids)
+    ids = ids_in_time_order(data, chain_nodes, every) if sample_ids is None else list(sample_ids)
     oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
     for rule in rules:

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from mirage.errors import MirageError
-from mirage.outcomes import SampleSet, cost
+from mirage.outcomes import SampleSet
 from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
 from mirage.sim import twin as engine
@@ -132,10 +132,12 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
     return pd.DataFrame(rows), pd.DataFrame(timing)
 
 
-def validation_ids(data: SampleSet, chain_nodes: int, every: int = 1) -> list[int]:
-    """The validation samples of ``chain_nodes`` in time order (every ``every``-th one)."""
+def ids_in_time_order(data: SampleSet, chain_nodes: int, every: int = 1,
+                   split: str = "validation") -> list[int]:
+    """The samples of ``split`` (validation by default) and ``chain_nodes`` in time order
+    (every ``every``-th one)."""
     s = data.samples
-    val = s.loc[(s["split"] == "validation") & (s["chain_nodes"] == chain_nodes)]
+    val = s.loc[(s["split"] == split) & (s["chain_nodes"] == chain_nodes)]
     return val.sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::every]
 
 
@@ -174,18 +176,18 @@ def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_id
     pts = part.points
     out = np.full((len(pts), K), np.nan)
     allowed = np.zeros(len(pts), dtype=bool)
-    row_of = {(int(a), int(b)): i for i, (a, b) in enumerate(zip(pts["sample_id"], pts["k"]))}
-    by_sample = dict(tuple(pts.groupby("sample_id", sort=False)))
+    # points are sorted by (sample_id, k) with k contiguous from 0: a point's row is start + k
+    starts = part.point_starts()
     samples = part.samples.set_index("sample_id", drop=False)
     timing = []
-    for n, sid in enumerate(samples.index, 1):
+    for n, (sid, first) in enumerate(zip(pts["sample_id"].to_numpy()[starts], starts), 1):
         rec: list = []
-        p = by_sample[sid].sort_values("k").reset_index(drop=True)
+        p = pts.iloc[first:first + int(samples.loc[sid, "n_points"])].reset_index(drop=True)
         _, tim = run_twin_episode(policy, table, cluster, spec_of(samples.loc[sid]), p, record=rec)
         timing.extend(tim)
         for k, x, ok in rec:
-            out[row_of[(int(sid), k)]] = x
-            allowed[row_of[(int(sid), k)]] = ok
+            out[first + k] = x
+            allowed[first + k] = ok
         if progress is not None:
             progress(n, len(samples), {"sample_id": int(sid)})
     return out, allowed, pd.DataFrame(timing)
@@ -213,7 +215,7 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     without the plan veto, :meth:`~mirage.policies.twin.TwinPolicy.plan_allows`) is scored
     by the mean over blocks of its cost divided by the block's reactive cost. Returns ``(the
     chosen params: tau, tolerance_s, plan_veto; the sweep table; info)``."""
-    from mirage.policies.tuning import HeldOutBlock, sweep, time_blocks
+    from mirage.policies.tuning import held_out, sweep, time_blocks
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
 
@@ -225,9 +227,7 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
         raise TwinEvalError(f"twin_tuned tunes the quantile rule, not {untuned.params['rule']!r}. "
                             "Fix: drop rule from its params (or set rule: quantile)")
     K = int(untuned.params["K"])
-    s = data.samples
-    train_ids = (s.loc[(s["split"] == "train") & (s["chain_nodes"] == chain_nodes)]
-                 .sort_values(["sample_start", "sample_id"])["sample_id"].tolist()[::max(1, int(every))])
+    train_ids = ids_in_time_order(data, chain_nodes, max(1, int(every)), split="train")
     if len(train_ids) < n_blocks:
         raise TwinEvalError(f"tuning the twin needs at least {n_blocks} training samples of "
                             f"chain_nodes={chain_nodes}, got {len(train_ids)}. Fix: lower "
@@ -255,8 +255,7 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
         allowed_by_block.append(allowed)
         done += len(ids)
         asked += int((timing["draws"] > 0).sum()) if len(timing) else 0
-        reactive = cost(part.points.groupby("sample_id")["x_h"].last().to_numpy(), c_I, c_O)
-        blocks.append(HeldOutBlock(part, draws, max(float(reactive.mean()), 1e-6)))
+        blocks.append(held_out(part, draws, c_I, c_O))
     allows = {id(b): a for b, a in zip(blocks, allowed_by_block)}
     candidates = [{"plan_veto": g, "m": m, "tolerance_s": int(tol)}
                   for g in (False, True) for m in range(1, K) for tol in tolerances_s]
@@ -294,7 +293,7 @@ def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, 
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
 
-    ids = validation_ids(data, chain_nodes)
+    ids = ids_in_time_order(data, chain_nodes)
     if not ids:
         raise TwinEvalError(f"no validation samples with chain_nodes={chain_nodes}. Fix: pass "
                             "the run's samples and one of its chain sizes")
@@ -337,7 +336,7 @@ def decide_cmd(args) -> None:
             raise MirageError(f"{f}: missing. Fix: pass the run's trace split directory "
                               "(results/<run>/<cluster>/trace) and its samples")
     params = json.loads(args.params)
-    name = getattr(args, "policy", "twin")
+    name = args.policy
     tune = None
     if name == "twin_tuned":
         tune = {"every": int(params.pop("tune_every", 8)),
@@ -355,8 +354,7 @@ def decide_cmd(args) -> None:
     out.mkdir(parents=True, exist_ok=True)
     model = policy.save(out / "model.joblib")
     timing.to_csv(out / "timing.csv", index=False)
-    train_ids = data.samples.loc[(data.samples["split"] == "train")
-                                 & (data.samples["chain_nodes"] == args.chain_nodes), "sample_id"]
+    train_ids = ids_in_time_order(data, args.chain_nodes, split="train")
     info = {"policy": name, "params": policy.params, "seed": args.seed,
             "chain_nodes": args.chain_nodes, "train_samples": int(len(train_ids)),
             "train_points": None, "fit_seconds": policy.info_["fit_seconds"],
