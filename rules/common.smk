@@ -85,6 +85,11 @@ wildcard_constraints:
 
 # a torch fit asks the cluster for one GPU when the config trains on cuda
 GPUS = int(str(config["policies"].get("device", "cpu")).startswith("cuda"))
+# ... and for two CPU threads: on 2 cores the history models' attention scores 2.6x and trains
+# 1.4x faster than on one (docs/policies.md). Fixed rather than all cores: the history models'
+# numbers differ between 1 and 2 threads (the compact nets of dqn / pg are bit-identical), so
+# a run must not depend on the machine's core count
+TORCH_THREADS = 2
 
 
 def fit_params(policies):

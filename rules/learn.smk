@@ -47,7 +47,8 @@ if TORCH:
     rule fit_torch:
         # every torch policy with the config's seed, in one process (one GPU where the config
         # trains on cuda): a process each would spend about 3 s starting Python and torch and
-        # reading the samples, and a tuned policy takes its untuned twin's final fit here
+        # reading the samples, and a tuned policy takes its untuned twin's final fit here.
+        # TORCH_THREADS threads, fixed: the history models' results depend on the count
         input:
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
         output:
@@ -61,7 +62,7 @@ if TORCH:
             f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_n{{nodes}}.tsv"
         conda:
             "../envs/learn.yaml"
-        threads: 1
+        threads: TORCH_THREADS
         resources:
             gpu=GPUS,
         params:
@@ -81,7 +82,7 @@ if SEEDED_TORCH:
 
     rule fit_torch_seed:
         # the seeded torch policies (reinforcement learning) with training seed seed + k, one
-        # job per k (policies.training_seeds): models/nK/POLICY-seedk
+        # job per k (policies.training_seeds): models/nK/POLICY-seedk; TORCH_THREADS threads
         input:
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
         output:
@@ -97,7 +98,7 @@ if SEEDED_TORCH:
             f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_seed{{k}}_n{{nodes}}.tsv"
         conda:
             "../envs/learn.yaml"
-        threads: 1
+        threads: TORCH_THREADS
         resources:
             gpu=GPUS,
         params:

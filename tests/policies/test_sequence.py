@@ -10,6 +10,7 @@ import pytest
 
 from mirage.outcomes import SampleSet, cost, history_windows
 from mirage.policies import first_submit_by_decide, load_policy, make_policy, save_policy
+from mirage.policies.tuning import time_blocks
 
 # small budgets: one fit is seconds on one core; the first submits of 10 validation samples
 # (~3300 windows) a few more
@@ -185,6 +186,28 @@ def test_tuned_threshold_comes_from_the_cross_fit_and_shares_the_final_fit(train
     best = sweep.loc[sweep["cost_ratio"].idxmin()]
     assert (tuned.threshold_, tuned.gate_) == (best["threshold"], best["gate"])
     assert tuned.net_ is twin.net_
+
+
+def test_tune_every_scores_fewer_held_out_samples_and_keeps_the_final_fit(train, monkeypatch):
+    from mirage.policies import sequence
+    from mirage.policies.cli import final_fit_mismatch, policy_params
+
+    params = {**TINY["transformer"], "epochs": 1}
+    twin = make_policy("transformer", **params).fit(train, seed=3)
+    tuned = make_policy("transformer_tuned", **policy_params(
+        "transformer_tuned", {**params, "n_blocks": 2, "tune_every": 2}, c_I=1.0, c_O=0.5,
+        device="cpu"))
+    assert tuned.get_params()["tune_every"] == 2
+    assert final_fit_mismatch(tuned, twin) == []  # tuning's own setting: the twin's fit serves
+    scored = []
+    real = sequence.TransformerValue.predict_all
+    monkeypatch.setattr(sequence.TransformerValue, "predict_all",
+                        lambda self, data: scored.append(len(data)) or real(self, data))
+    tuned.fit(train, seed=3, final_from=twin)
+    halves = [len(b) for b in time_blocks(train, 2)]
+    assert scored == [(n + 1) // 2 for n in halves]
+    with pytest.raises(ValueError, match="tune_every"):
+        make_policy("transformer_tuned", tune_every=0)
 
 
 def test_samples_without_history_are_refused(train):

@@ -32,6 +32,24 @@ def test_a_block_is_never_scored_by_a_model_that_saw_it(train):
         assert set(b.data.sample_ids) == scored and len(b.score) == len(b.data.points)
 
 
+def test_every_scores_every_nth_held_out_sample_and_fits_on_all_the_others(train):
+    seen = []
+
+    def fit_score(fit_part, held):
+        seen.append((set(fit_part.sample_ids), list(held.sample_ids)))
+        return np.zeros(len(held.points))
+
+    blocks = cross_fit(train, 2, fit_score, every=3)
+    start = train.samples.set_index("sample_id")["sample_start"]
+    for block_ids, (fitted_on, scored), b in zip(time_blocks(train, 2), seen, blocks):
+        in_time = sorted(block_ids, key=lambda s: (start.loc[s], s))
+        assert sorted(scored) == sorted(in_time[::3])  # every 3rd of the block, in time order
+        assert fitted_on == set(train.sample_ids) - set(block_ids)  # never the skipped ones
+        assert sorted(b.data.sample_ids) == sorted(scored) and len(b.score) == len(b.data.points)
+    with pytest.raises(ValueError, match="every must be a positive"):
+        cross_fit(train, 2, fit_score, every=0)
+
+
 def test_cost_ratio_is_the_mean_of_block_cost_over_block_reactive_cost(train):
     blocks = cross_fit(train, 2, lambda fit_part, held: np.zeros(len(held.points)))
     always = lambda b: np.ones(len(b.data.points), bool)  # noqa: E731 - submit at k = 0

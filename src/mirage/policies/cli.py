@@ -24,8 +24,10 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
         raise MirageError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}")
     out = dict(params)
     if name in TORCH_POLICIES:
-        accepted = (set(TORCH_POLICIES[name].config_class.__dataclass_fields__)
-                    | {"device", "threads", "n_blocks"})
+        cls = TORCH_POLICIES[name]
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "config"}
+        # tune_threshold is the policy's name (dqn vs dqn_tuned), not a setting
+        accepted = set(cls.config_class.__dataclass_fields__) | own - {"tune_threshold"}
         out.setdefault("device", device)
     else:
         factory = _FACTORIES[name]
@@ -52,7 +54,7 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
 TUNED_OF = {"rf_tuned": "rf", "xgb_tuned": "xgb", "dqn_tuned": "dqn", "pg_tuned": "pg",
             "transformer_tuned": "transformer", "moe_tuned": "moe"}
 #: the settings of tuning alone, which the two may differ in
-TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold"})
+TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold", "tune_every"})
 
 
 def final_fit_mismatch(tuned, base) -> list[str]:

@@ -20,7 +20,9 @@ encoder and head, weighted by a softmax gate on the pooled input (the window's m
 
 Both submit once the predicted x is at least ``threshold`` (-0.5 h, the reference's rule);
 ``transformer_tuned`` / ``moe_tuned`` pick the threshold and the scheduler's veto by the
-time-ordered cross-fit every tuned policy uses (``mirage.policies.tuning``).
+time-ordered cross-fit every tuned policy uses (``mirage.policies.tuning``); ``tune_every``
+scores only every n-th sample of each held-out block, since scoring every decision point
+costs these models more than their fits (docs/policies.md).
 
 Training examples are ``points_per_sample`` (7, the reference's probes) random decision points
 per training sample, drawn with the fit's seed; minibatches gather their windows from the
@@ -214,14 +216,18 @@ class TransformerValue(TorchPolicy):
     thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)  # tune_threshold's grid (h)
 
     def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, **config):
+                 tune_threshold: bool = False, n_blocks: int = 4, tune_every: int = 1,
+                 **config):
         cfg = self.config_class(**config)  # unknown settings fail here, by their name
         if cfg.features not in FEATURE_MODES:
             raise ValueError(f"features must be one of {FEATURE_MODES}, not {cfg.features!r}")
         if cfg.width % cfg.heads:
             raise ValueError(f"width {cfg.width} is not a multiple of heads {cfg.heads}")
+        if int(tune_every) < 1:
+            raise ValueError(f"tune_every must be a positive number of samples, not {tune_every}")
         self.params = dict(asdict(cfg), device=device, threads=threads,
-                           tune_threshold=tune_threshold, n_blocks=n_blocks)
+                           tune_threshold=tune_threshold, n_blocks=n_blocks,
+                           tune_every=int(tune_every))
         if tune_threshold:
             self.name = type(self).name + "_tuned"
 
@@ -308,7 +314,8 @@ class TransformerValue(TorchPolicy):
                 return self.predict_all(held)
 
             c_I, c_O = self.params["c_I"], self.params["c_O"]
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
+            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O,
+                               every=self.params["tune_every"])
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O, strict=self.strict)
         else:
