@@ -19,7 +19,11 @@ os.environ.update(
 from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
-from mirage.policies import TORCH_POLICY_NAMES, replica_names  # noqa: E402
+from mirage.policies import (  # noqa: E402
+    HISTORY_POLICY_NAMES,
+    TORCH_POLICY_NAMES,
+    replica_names,
+)
 from mirage.policies.cli import TUNED_OF  # noqa: E402
 from mirage.policies.replayed import REPLAYED_POLICY_NAMES  # noqa: E402
 from mirage.traces.fetch import PUBLISHED  # noqa: E402
@@ -62,6 +66,26 @@ TORCH = sorted(
     (p for p in POLICIES if p in TORCH_POLICY_NAMES), key=lambda p: p in TUNED_OF
 )
 SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
+# ... in two groups of jobs (rules fit_torch / fit_history and their _seed twins), by thread
+# count: on 2 cores the history models' attention scores 2.6x and trains 1.4x faster on two
+# threads than on one (docs/policies.md), while the compact nets of dqn / pg gain nothing and
+# would hold the second core idle. Fixed counts, not the machine's: the history models' numbers
+# differ between 1 and 2 threads (dqn's and pg's are bit-identical), so a run must not depend
+# on the core count. Empty groups are left out.
+HISTORY_THREADS = 2
+TORCH_GROUPS = {
+    group: (members, n_threads)
+    for group, members, n_threads in (
+        ("torch", [p for p in TORCH if p not in HISTORY_POLICY_NAMES], 1),
+        ("history", [p for p in TORCH if p in HISTORY_POLICY_NAMES], HISTORY_THREADS),
+    )
+    if members
+}
+SEEDED_TORCH_GROUPS = {
+    group: (seeded, n_threads)
+    for group, (members, n_threads) in TORCH_GROUPS.items()
+    if (seeded := [p for p in members if p in SEEDED_TORCH])
+}
 MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
 # the policies whose decisions need the queue (the twin) are replayed on the validation samples,
 # one job per cluster, mode and chain size (rule decide_twin)
@@ -85,11 +109,6 @@ wildcard_constraints:
 
 # a torch fit asks the cluster for one GPU when the config trains on cuda
 GPUS = int(str(config["policies"].get("device", "cpu")).startswith("cuda"))
-# ... and for two CPU threads: on 2 cores the history models' attention scores 2.6x and trains
-# 1.4x faster than on one (docs/policies.md). Fixed rather than all cores: the history models'
-# numbers differ between 1 and 2 threads (the compact nets of dqn / pg are bit-identical), so
-# a run must not depend on the machine's core count
-TORCH_THREADS = 2
 
 
 def fit_params(policies):

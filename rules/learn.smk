@@ -42,34 +42,38 @@ if BATCHED:
             FIT
 
 
-if TORCH:
+# The torch policies with the config's seed, in one process per group, cluster, mode and chain
+# size (one GPU where the config trains on cuda): a process each would spend about 3 s
+# starting Python and torch and reading the samples, and a tuned policy takes its untuned
+# twin's final fit here. Two groups (TORCH_GROUPS): the compact nets (dqn*, pg, pg_tuned) on
+# one thread, the history models (transformer*, moe*, pg_transformer) on two, a fixed count:
+# their results depend on it.
+for group, (policies, n_threads) in TORCH_GROUPS.items():
 
-    rule fit_torch:
-        # every torch policy with the config's seed, in one process (one GPU where the config
-        # trains on cuda): a process each would spend about 3 s starting Python and torch and
-        # reading the samples, and a tuned policy takes its untuned twin's final fit here.
-        # TORCH_THREADS threads, fixed: the history models' results depend on the count
+    rule:
+        name:
+            f"fit_{group}"
         input:
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
         output:
             models=[
                 directory(f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}")
-                for policy in TORCH
+                for policy in policies
             ],
         log:
-            f"{LOGS}/{{cluster}}/{{mode}}/fit_torch_n{{nodes}}.log",
+            f"{LOGS}/{{cluster}}/{{mode}}/fit_{group}_n{{nodes}}.log",
         benchmark:
-            f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_n{{nodes}}.tsv"
+            f"{BENCH}/{{cluster}}/{{mode}}/fit_{group}_n{{nodes}}.tsv"
         conda:
             "../envs/learn.yaml"
-        threads: TORCH_THREADS
+        threads: n_threads
         resources:
             gpu=GPUS,
         params:
             samples=lambda w, input: str(Path(input.samples).parent),
-            policies=" ".join(TORCH),
+            policies=" ".join(policies),
             seed=config["seed"],
-            params=fit_params(TORCH),
+            params=fit_params(policies),
             c_I=config["policies"]["costs"]["interruption"],
             c_O=config["policies"]["costs"]["overlap"],
             device=config["policies"].get("device", "cpu"),
@@ -78,11 +82,13 @@ if TORCH:
             FIT
 
 
-if SEEDED_TORCH:
+# the seeded torch policies (reinforcement learning) with training seed seed + k, one job per
+# group and k (policies.training_seeds): models/nK/POLICY-seedk
+for group, (policies, n_threads) in SEEDED_TORCH_GROUPS.items():
 
-    rule fit_torch_seed:
-        # the seeded torch policies (reinforcement learning) with training seed seed + k, one
-        # job per k (policies.training_seeds): models/nK/POLICY-seedk; TORCH_THREADS threads
+    rule:
+        name:
+            f"fit_{group}_seed"
         input:
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
         output:
@@ -90,22 +96,22 @@ if SEEDED_TORCH:
                 directory(
                     f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}-seed{{k}}"
                 )
-                for policy in SEEDED_TORCH
+                for policy in policies
             ],
         log:
-            f"{LOGS}/{{cluster}}/{{mode}}/fit_torch_seed{{k}}_n{{nodes}}.log",
+            f"{LOGS}/{{cluster}}/{{mode}}/fit_{group}_seed{{k}}_n{{nodes}}.log",
         benchmark:
-            f"{BENCH}/{{cluster}}/{{mode}}/fit_torch_seed{{k}}_n{{nodes}}.tsv"
+            f"{BENCH}/{{cluster}}/{{mode}}/fit_{group}_seed{{k}}_n{{nodes}}.tsv"
         conda:
             "../envs/learn.yaml"
-        threads: TORCH_THREADS
+        threads: n_threads
         resources:
             gpu=GPUS,
         params:
             samples=lambda w, input: str(Path(input.samples).parent),
-            policies=" ".join(SEEDED_TORCH),
+            policies=" ".join(policies),
             seed=lambda w: config["seed"] + int(w.k),
-            params=fit_params(SEEDED_TORCH),
+            params=fit_params(policies),
             c_I=config["policies"]["costs"]["interruption"],
             c_O=config["policies"]["costs"]["overlap"],
             device=config["policies"].get("device", "cpu"),

@@ -214,3 +214,11 @@ def test_samples_without_history_are_refused(train):
     bare = SampleSet(train.samples, train.points)
     with pytest.raises(ValueError, match="history"):
         make_policy("transformer", **TINY["transformer"]).fit(bare, seed=0)
+
+
+def test_history_policy_names_are_the_torch_policies_that_read_the_window():
+    # the workflow fits these in their own two-thread jobs (rules/common.smk, TORCH_GROUPS)
+    from mirage.policies import HISTORY_POLICY_NAMES
+    from mirage.policies.registry import TORCH_POLICIES
+
+    assert {n for n in TORCH_POLICIES if TORCH_POLICIES[n].needs_history} == HISTORY_POLICY_NAMES

@@ -148,23 +148,34 @@ def test_notebook_rule_passes_all_clusters_to_papermill():
 
 def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
     # the Slurm plugin turns the `gpu` resource into --gpus=N (profiles/slurm); the torch
-    # policies of a cluster, mode and chain size are fitted in one job, with their twins
-    torch_fits = {"dqn", "dqn_tuned", "pg", "pg_tuned", "transformer", "moe"}  # the tiny config's
-    for device, gpu_jobs in (("cpu", 0), ("cuda", 2), ("cuda:1", 2)):
+    # policies of a cluster, mode and chain size are fitted in two jobs, with their twins: the
+    # compact nets on one thread (fit_torch), the history models on two (fit_history)
+    groups = {"fit_torch": ({"dqn", "dqn_tuned", "pg", "pg_tuned"}, "1"),  # the tiny config's
+              "fit_history": ({"transformer", "moe"}, "2")}
+    for device, gpu_jobs in (("cpu", 0), ("cuda", 4), ("cuda:1", 4)):
         cfg = tmp_path / f"{device}.yaml"
         tiny = yaml.safe_load(TINY.read_text())
         tiny["policies"]["device"] = device
         cfg.write_text(yaml.safe_dump(tiny))
-        res = snakemake("-n", "--forceall", "-d", str(tmp_path / "w"), "--configfile", str(cfg))
+        res = snakemake("-n", "-p", "--forceall", "--cores", "2", "-d", str(tmp_path / "w"),
+                        "--configfile", str(cfg))
         assert res.returncode == 0, res.stdout + res.stderr
         jobs = re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout)
         gpu = [job for job in jobs if "gpu=1" in job]
-        assert len(gpu) == gpu_jobs, device  # one per chain size (1 and 8 nodes)
-        for job in gpu:
-            assert "rule fit_torch:" in job
+        assert len(gpu) == gpu_jobs, device  # one per group and chain size (1 and 8 nodes)
+        seen = {}
+        for job in jobs:
+            rule = re.match(r"(?:local)?rule (\w+):", job)
+            if not rule or rule.group(1) not in groups:
+                continue
             fitted = {line.rsplit("/", 1)[1].rstrip(",") for line in job.split("output:")[1]
                       .split("\n")[0].split(", ")}
-            assert fitted == torch_fits, device
+            members, threads = groups[rule.group(1)]
+            assert fitted == members, device
+            assert f"--threads {threads} " in job, device
+            assert ("gpu=1" in job) == device.startswith("cuda"), device
+            seen[rule.group(1)] = seen.get(rule.group(1), 0) + 1
+        assert seen == {"fit_torch": 2, "fit_history": 2}, device
         for job in jobs:
             if "rule fit_policies:" in job:
                 assert "gpu=" not in job and "dqn" not in job.split("output:")[1].split("\n")[0]

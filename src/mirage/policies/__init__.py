@@ -40,6 +40,10 @@ TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "transform
 #: the transformer and mixture-of-experts value regressors among them, take the config's seed
 #: once.
 SEEDED_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "pg_transformer"})
+#: The torch policies that read the 144 x 42 history window (mirage.policies.sequence): the
+#: workflow fits them in their own jobs, on two threads (rules/common.smk, TORCH_GROUPS).
+HISTORY_POLICY_NAMES = frozenset({"transformer", "transformer_tuned", "moe", "moe_tuned",
+                                  "pg_transformer"})
 
 
 def replica_name(policy: str, k: int) -> str:
@@ -58,8 +62,8 @@ def replica_names(policy: str, training_seeds: int) -> list[str]:
     return [replica_name(policy, k) for k in range(max(n, 1))]
 
 
-__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "replica_name",
-                  "replica_names"])
+__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "HISTORY_POLICY_NAMES",
+                  "replica_name", "replica_names"])
 
 
 def __getattr__(name):
