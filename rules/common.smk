@@ -21,6 +21,7 @@ from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import (  # noqa: E402
     HISTORY_POLICY_NAMES,
+    HISTORY_THREADS,
     TORCH_POLICY_NAMES,
     replica_names,
 )
@@ -67,12 +68,9 @@ TORCH = sorted(
 )
 SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
 # ... in two groups of jobs (rules fit_torch / fit_history and their _seed twins), by thread
-# count: on 2 cores the history models' attention scores 2.6x and trains 1.4x faster on two
-# threads than on one (docs/policies.md), while the compact nets of dqn / pg gain nothing and
-# would hold the second core idle. Fixed counts, not the machine's: the history models' numbers
-# differ between 1 and 2 threads (dqn's and pg's are bit-identical), so a run must not depend
-# on the core count. Empty groups are left out.
-HISTORY_THREADS = 2
+# count: the history models on HISTORY_THREADS (mirage.policies: 2, fixed, since their numbers
+# depend on it), the compact nets of dqn / pg on one (two would gain nothing and hold the
+# second core idle). Empty groups are left out.
 TORCH_GROUPS = {
     group: (members, n_threads)
     for group, members, n_threads in (

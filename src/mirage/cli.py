@@ -27,6 +27,7 @@ def _register_stages(sub) -> None:
     from mirage.figures import cli as figures_cli
     from mirage.figures import simcheck as simcheck_bench
     from mirage.live import cli as live_cli
+    from mirage.policies import bench as policies_bench
     from mirage.policies import cli as policies_cli
     from mirage.samples import bench as samples_bench
     from mirage.samples import cli as samples_cli
@@ -44,6 +45,7 @@ def _register_stages(sub) -> None:
     samples_bench.register_twin_bench(bsub)
     benchmarks.register_bench(bsub)
     simcheck_bench.register_bench(bsub)
+    policies_bench.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
     figures_cli.register(sub)

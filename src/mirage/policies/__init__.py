@@ -41,9 +41,13 @@ TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "transform
 #: once.
 SEEDED_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "pg_transformer"})
 #: The torch policies that read the 144 x 42 history window (mirage.policies.sequence): the
-#: workflow fits them in their own jobs, on two threads (rules/common.smk, TORCH_GROUPS).
+#: workflow fits them in their own jobs on HISTORY_THREADS threads (rules/common.smk,
+#: TORCH_GROUPS), every other fit on one. Two: on 2 cores their attention scores 2.6x and
+#: trains 1.4x faster than on one (docs/policies.md). A fixed count, not the machine's: their
+#: numbers differ between 1 and 2 threads (dqn's and pg's are bit-identical).
 HISTORY_POLICY_NAMES = frozenset({"transformer", "transformer_tuned", "moe", "moe_tuned",
                                   "pg_transformer"})
+HISTORY_THREADS = 2
 
 
 def replica_name(policy: str, k: int) -> str:
@@ -63,7 +67,7 @@ def replica_names(policy: str, training_seeds: int) -> list[str]:
 
 
 __all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "HISTORY_POLICY_NAMES",
-                  "replica_name", "replica_names"])
+                  "HISTORY_THREADS", "replica_name", "replica_names"])
 
 
 def __getattr__(name):

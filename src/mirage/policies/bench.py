@@ -1,0 +1,98 @@
+"""``mirage bench fit``: the workflow's fits of a config's policies on a run's samples, timed.
+
+The fits run as rules fit_policies / fit_torch / fit_history run them: the config's seed,
+costs and ``policies.params``, one process, untuned policies before their tuned twins (which
+take the untuned final fit), the history models on ``HISTORY_THREADS`` threads and every other
+policy on one. The figures are each fit's ``fit_seconds`` (what ``fit.json`` records).
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from mirage.errors import MirageError
+
+#: issue 13's budget for one fit on 2 cores, marked in the table
+BUDGET_S = 300.0
+
+
+def fitted_names(config: dict) -> list[str]:
+    """The config's policies that the workflow fits on the samples: not the twins, which are
+    replayed on the validation samples (rule decide_twin)."""
+    from mirage.policies.replayed import REPLAYED_POLICY_NAMES
+
+    return [p for p in config["policies"]["names"] if p not in REPLAYED_POLICY_NAMES]
+
+
+def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cpu",
+              out_dir=None, budget_s: float = BUDGET_S) -> pd.DataFrame:
+    """One row per chain size and policy: threads, seconds, whether within ``budget_s``."""
+    from mirage.outcomes import SampleSet
+    from mirage.policies import HISTORY_POLICY_NAMES, HISTORY_THREADS
+    from mirage.policies.cli import TUNED_OF, fit_one
+
+    data = SampleSet.load(samples)
+    train = data.split("train")
+    params = config.get("policies", {}).get("params", {})
+    costs = config.get("policies", {}).get("costs", {})
+    order = sorted(policies, key=lambda p: p in TUNED_OF)  # untuned first, as the workflow
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(out_dir) if out_dir else Path(tmp)
+        for nodes in chain_nodes:
+            part = train.subset(train.samples.loc[train.samples["chain_nodes"] == nodes,
+                                                  "sample_id"])
+            if len(part) == 0:
+                raise MirageError(f"{samples}: no training samples with chain_nodes={nodes}. "
+                                  "Fix: pass --chain-nodes of the run's samples")
+            finals = []
+            for name in order:
+                threads = HISTORY_THREADS if name in HISTORY_POLICY_NAMES else 1
+                args = argparse.Namespace(
+                    c_I=float(costs.get("interruption", 1.0)), c_O=float(costs.get("overlap", 0.5)),
+                    device=device, threads=threads, chain_nodes=nodes, seed=int(config["seed"]))
+                out = root / f"n{nodes}" / name
+                finals.append(fit_one(name, params.get(name, {}), part, args, out, finals=finals))
+                info = pd.read_json(out / "fit.json", typ="series")
+                rows.append({"chain_nodes": nodes, "policy": name, "threads": threads,
+                             "train_samples": len(part), "seconds": float(info["fit_seconds"]),
+                             "final_fit_shared": "final_model_from" in info})
+    table = pd.DataFrame(rows)
+    table["within_budget"] = table["seconds"] <= budget_s
+    return table
+
+
+def _bench(args) -> None:
+    from mirage import config as config_mod
+
+    config = config_mod.load(args.config)
+    policies = args.policies or fitted_names(config)
+    table = bench_fit(args.samples, config, policies, args.chain_nodes, device=args.device,
+                      out_dir=args.out_dir, budget_s=args.budget_s)
+    print(table.to_markdown(index=False))
+    for nodes, part in table.groupby("chain_nodes"):
+        over = part.loc[~part["within_budget"], "policy"].tolist()
+        print(f"n={nodes}: {part['seconds'].sum():.1f} s in all; slowest "
+              f"{part.loc[part['seconds'].idxmax(), 'policy']} {part['seconds'].max():.1f} s; "
+              + (f"over {args.budget_s:g} s: {', '.join(over)}" if over
+                 else f"every fit within {args.budget_s:g} s"))
+
+
+def register_bench(bsub) -> None:
+    b = bsub.add_parser("fit", help="the workflow's fits of a config's policies on a run's "
+                        "samples, timed (history models on their two threads)")
+    b.add_argument("--samples", required=True, help="a run's SampleSet directory, e.g. "
+                   "results/ls6-real/ls6/calibrated/samples")
+    b.add_argument("--config", required=True, help="the run's config (over config/defaults.yaml): "
+                   "seed, costs and policies.params")
+    b.add_argument("--policies", nargs="*", help="default: the config's policies.names")
+    b.add_argument("--chain-nodes", type=int, nargs="+", default=[1, 8])
+    b.add_argument("--device", default="cpu")
+    b.add_argument("--budget-s", type=float, default=BUDGET_S,
+                   help="mark fits longer than this (default 300 s)")
+    b.add_argument("--out-dir", help="keep the fitted models here (default: a temporary directory)")
+    b.set_defaults(func=_bench)
