@@ -21,8 +21,8 @@ from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import (  # noqa: E402
     HISTORY_POLICY_NAMES,
-    HISTORY_THREADS,
     TORCH_POLICY_NAMES,
+    fit_threads,
     replica_names,
 )
 from mirage.policies.cli import TUNED_OF  # noqa: E402
@@ -68,14 +68,14 @@ TORCH = sorted(
 )
 SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
 # ... in two groups of jobs (rules fit_torch / fit_history and their _seed twins), by thread
-# count: the history models on HISTORY_THREADS (mirage.policies: 2, fixed, since their numbers
-# depend on it), the compact nets of dqn / pg on one (two would gain nothing and hold the
+# count (mirage.policies.fit_threads): the history models on 2, fixed since their numbers
+# depend on it, the compact nets of dqn / pg on one (two would gain nothing and hold the
 # second core idle). Empty groups are left out.
 TORCH_GROUPS = {
-    group: (members, n_threads)
-    for group, members, n_threads in (
-        ("torch", [p for p in TORCH if p not in HISTORY_POLICY_NAMES], 1),
-        ("history", [p for p in TORCH if p in HISTORY_POLICY_NAMES], HISTORY_THREADS),
+    group: (members, fit_threads(members[0]))
+    for group, members in (
+        ("torch", [p for p in TORCH if p not in HISTORY_POLICY_NAMES]),
+        ("history", [p for p in TORCH if p in HISTORY_POLICY_NAMES]),
     )
     if members
 }

@@ -50,6 +50,12 @@ HISTORY_POLICY_NAMES = frozenset({"transformer", "transformer_tuned", "moe", "mo
 HISTORY_THREADS = 2
 
 
+def fit_threads(policy: str) -> int:
+    """The CPU threads the workflow fits ``policy`` on: HISTORY_THREADS for a history model,
+    one for every other policy."""
+    return HISTORY_THREADS if policy in HISTORY_POLICY_NAMES else 1
+
+
 def replica_name(policy: str, k: int) -> str:
     """The model directory name of ``policy``'s fit with training seed ``seed + k``: the policy's
     own name for k = 0 (the model the provisioner and the figures use), ``<policy>-seed<k>``
@@ -67,7 +73,7 @@ def replica_names(policy: str, training_seeds: int) -> list[str]:
 
 
 __all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "HISTORY_POLICY_NAMES",
-                  "HISTORY_THREADS", "replica_name", "replica_names"])
+                  "HISTORY_THREADS", "fit_threads", "replica_name", "replica_names"])
 
 
 def __getattr__(name):

@@ -2,8 +2,9 @@
 
 The fits run as rules fit_policies / fit_torch / fit_history run them: the config's seed,
 costs and ``policies.params``, one process, untuned policies before their tuned twins (which
-take the untuned final fit), the history models on ``HISTORY_THREADS`` threads and every other
-policy on one. The figures are each fit's ``fit_seconds`` (what ``fit.json`` records).
+take the untuned final fit), each on ``mirage.policies.fit_threads`` threads (the history
+models on two, every other policy on one). The figures are each fit's ``fit_seconds`` (what
+``fit.json`` records).
 """
 
 from __future__ import annotations
@@ -32,13 +33,14 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
               out_dir=None, budget_s: float = BUDGET_S) -> pd.DataFrame:
     """One row per chain size and policy: threads, seconds, whether within ``budget_s``."""
     from mirage.outcomes import SampleSet
-    from mirage.policies import HISTORY_POLICY_NAMES, HISTORY_THREADS
+    from mirage.policies import fit_threads
     from mirage.policies.cli import TUNED_OF, fit_one
 
     data = SampleSet.load(samples)
     train = data.split("train")
     params = config.get("policies", {}).get("params", {})
     costs = config.get("policies", {}).get("costs", {})
+    c_I, c_O = float(costs.get("interruption", 1.0)), float(costs.get("overlap", 0.5))
     order = sorted(policies, key=lambda p: p in TUNED_OF)  # untuned first, as the workflow
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -51,10 +53,9 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
                                   "Fix: pass --chain-nodes of the run's samples")
             finals = []
             for name in order:
-                threads = HISTORY_THREADS if name in HISTORY_POLICY_NAMES else 1
-                args = argparse.Namespace(
-                    c_I=float(costs.get("interruption", 1.0)), c_O=float(costs.get("overlap", 0.5)),
-                    device=device, threads=threads, chain_nodes=nodes, seed=int(config["seed"]))
+                threads = fit_threads(name)
+                args = argparse.Namespace(c_I=c_I, c_O=c_O, device=device, threads=threads,
+                                          chain_nodes=nodes, seed=int(config["seed"]))
                 out = root / f"n{nodes}" / name
                 finals.append(fit_one(name, params.get(name, {}), part, args, out, finals=finals))
                 info = pd.read_json(out / "fit.json", typ="series")
