@@ -87,6 +87,22 @@ class Cluster:
         header = out[0].split("|")
         return [dict(zip(header, line.split("|"))) for line in out[1:] if line]
 
+    def sacct_jobs(self, ids, fields: str = "JobID,JobName,State,Comment", timeout: float = 60,
+                   started: bool = False) -> dict[str, dict[str, str]]:
+        """sacct's rows of ``ids`` by job id, once slurmdbd has recorded every one of them (and,
+        with ``started``, their start: ``fields`` must then hold Start).
+
+        slurmctld hands its records to slurmdbd asynchronously, so a job that squeue already shows
+        may be missing from sacct, or its start, for a moment (a loaded CI machine saw it)."""
+        want = {str(i) for i in ids}
+        end = time.monotonic() + timeout
+        while True:
+            rows = {r["JobID"]: r for r in self.sacct("-j", ",".join(sorted(want)), fields=fields)}
+            if want <= rows.keys() and not (started and any(rows[j]["Start"] in ("Unknown", "None") for j in want)):
+                return rows
+            assert time.monotonic() < end, f"sacct never listed jobs {sorted(want - rows.keys())}"
+            time.sleep(0.5)
+
     def squeue(self, fmt: str = "%i|%j|%T|%k") -> list[list[str]]:
         out = self.run("squeue", "-h", "-o", fmt).stdout.splitlines()
         return [line.split("|") for line in out if line]

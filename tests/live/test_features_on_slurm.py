@@ -69,7 +69,7 @@ def test_live_and_simulated_producers_agree(slurm_cluster):
             assert time.monotonic() < end, "sacct never listed the test's jobs"
             time.sleep(1)
         now = now_s()
-        (job,) = [r for r in c.sacct("-j", str(pred), fields="JobID,Submit,Start")]
+        job = c.sacct_jobs([pred], fields="JobID,Submit,Start", started=True)[str(pred)]
         pred_tuple = (epoch(job["Submit"]), epoch(job["Start"]), LIMIT_MIN * 60)
 
         # both producers read the same accounting: the jobs since this test began (the history

@@ -202,6 +202,6 @@ def test_a_cancelled_link_stops_the_chain_or_not_as_asked(slurm_cluster, tmp_pat
     assert res.returncode == 0, res.stderr
     assert proc.wait(timeout=60) == 2
     mine = json.loads((tmp_path / "later" / "state.json").read_text())["links"][0]["job_id"]
-    states = {r["JobID"]: r["State"] for r in c.sacct("-j", f"{mine},{other}")}
+    states = {j: r["State"] for j, r in c.sacct_jobs([mine, other]).items()}
     assert states[mine].startswith("CANCELLED") and states[str(other)] in ("RUNNING", "PENDING", "COMPLETED")
     c.run("scancel", str(other))

@@ -29,7 +29,7 @@ def test_the_live_queue_as_the_twin_sees_it_and_its_decision(slurm_cluster, tmp_
         waits = background(2, 7, f"--dependency=afterok:{running[0]}")
         held = background(1, 3, "--hold")
         c.wait_state([*pending, waits, held], "PENDING")
-        (job,) = [r for r in c.sacct("-j", str(pred), fields="JobID,Submit,Start")]
+        job = c.sacct_jobs([pred], fields="JobID,Submit,Start", started=True)[str(pred)]
         pred_submit, pred_start = epoch(job["Submit"]), epoch(job["Start"])
         now = now_s()
         live = LiveObserver(Slurm(env=c.env), chain_nodes=1, limit_min=LIMIT_MIN, partition=c.partition,
