@@ -16,8 +16,8 @@ from mirage.policies.twin import TwinPolicy, TwinPolicyError
 from mirage.samples.generate import Episode, SampleSpec, generate_sample
 from mirage.samples.shards import cluster_for
 from mirage.samples.twin import (
-    TwinEvalError, ids_in_time_order, quantile_submits, record_draws, run_twin, run_twin_episode,
-    tune_twin,
+    TUNE_OVERLAP_WEIGHTS, TwinEvalError, ids_in_time_order, plan_submits, quantile_submits,
+    record_draws, record_plan_draws, run_twin, run_twin_episode, tune_twin,
 )
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
@@ -482,13 +482,14 @@ def test_a_hole_leaves_its_jobs_and_weeks_out(long_jobs):
         TwinPolicy(K=4).fit(trace=jobs, seed=0, holes=[(0, 2**40)])
 
 
+@pytest.mark.parametrize("rule", ["quantile", "plan"])
 @pytest.mark.parametrize("every_h", [1.25, 6.0], ids=["backlog", "idle"])
-def test_the_plan_veto_allows_a_submit_only_where_the_plan_is_late(every_h):
+def test_the_plan_veto_allows_a_submit_only_where_the_plan_is_late(every_h, rule):
     frame, cluster = _stream(every_h)
     table = JobTable.from_frame(frame)
     spec = SampleSpec(0, "ls6", "validation", 8, pd.Timestamp("2023-01-02"))
     points = generate_sample(table, cluster, spec)["points"]
-    policy = TwinPolicy(K=4, gate_h=24, plan_veto=True).fit(trace=frame, seed=0)
+    policy = TwinPolicy(K=4, gate_h=24, plan_veto=True, rule=rule).fit(trace=frame, seed=0)
     rec: list = []
     k, _ = run_twin_episode(policy, table, cluster, spec, points, record=rec)
     allowed = np.array([ok for _, _, ok in rec])
@@ -500,9 +501,9 @@ def test_the_plan_veto_allows_a_submit_only_where_the_plan_is_late(every_h):
     else:
         # an idle cluster: a successor submitted now would start at once, never allowed
         assert not allowed.any() and k == len(points) - 1
-    assert "plan_veto" in policy.get_params()
-    with pytest.raises(TwinPolicyError, match="plan_veto goes with the quantile rule"):
-        TwinPolicy(rule="plan", plan_veto=True).fit(trace=frame)
+    # where the veto says no, the rule simulates no draw
+    assert all(np.isnan(x).all() for _, x, ok in rec if not ok)
+    assert policy.get_params()["plan_veto"] is True
 
 
 def test_recorded_draws_give_the_decisions_of_every_setting(tiny_run):
@@ -530,6 +531,56 @@ def test_recorded_draws_give_the_decisions_of_every_setting(tiny_run):
             assert list(res["k"]) == list(first), (n, m, tol, veto)
     with pytest.raises(TwinEvalError, match="early_stop and sign_only off"):
         record_draws(TwinPolicy(K=K).fit(trace=train), data, table, cluster, sample_ids=ids)
+
+
+def test_recorded_plan_draws_give_the_decisions_of_every_overlap_weight(tiny_run):
+    # the plan rule's tuning reads each candidate weight's first submit off one recording (every
+    # candidate submit time's draws at every point); the twin with that weight, replayed,
+    # decides exactly that. Where the veto says no nothing is drawn and nothing submits.
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    cluster = cluster_for("ls6", "calibrated")
+    train = with_inferred_dependencies(pd.read_parquet(ls6 / "trace" / "train.parquet"), cluster)
+    table = JobTable.from_frame(pd.read_parquet(ls6 / "trace" / "validation.parquet"))
+    data = SampleSet.load(ls6 / "calibrated" / "samples")
+    K = 4
+    recorder = TwinPolicy(K=K, rule="plan", plan_veto=True).fit(trace=train, seed=3)
+    seen_submit = seen_wait = False
+    for n in (1, 8):
+        ids = ids_in_time_order(data, n)
+        draws, allowed, _ = record_plan_draws(recorder, data, table, cluster, sample_ids=ids)
+        part = data.subset(ids)
+        assert len(draws) == len(part.points)
+        asked = np.array([x is not None and not np.isnan(x).all() for x in draws])
+        assert not (asked & ~allowed).any()  # vetoed points draw nothing
+        assert all(x.shape[0] == K for x in draws[asked])
+        for c_O in (0.5, 1.0, 4.0):
+            mask = plan_submits(draws, 1.0, c_O)
+            seen_submit |= bool(mask.any())
+            seen_wait |= bool((asked & ~mask).any())
+            first = first_true_grouped(mask, part.points["k"].to_numpy(), part.point_starts())
+            twin = TwinPolicy(K=K, rule="plan", plan_veto=True, c_O=c_O).fit(trace=train, seed=3)
+            res, _ = run_twin(twin, data, table, cluster, sample_ids=ids)
+            assert list(res["k"]) == list(first), (n, c_O)
+    assert seen_submit and seen_wait  # the weights decide something here
+    with pytest.raises(TwinEvalError, match="needs the plan rule"):
+        record_plan_draws(TwinPolicy(K=K).fit(trace=train), data, table, cluster, sample_ids=ids)
+
+
+def test_the_plan_rule_is_tuned_by_its_overlap_weight(tiny_run):
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    data = SampleSet.load(ls6 / "calibrated" / "samples")
+    train = pd.read_parquet(ls6 / "trace" / "train.parquet")
+    cluster = cluster_for("ls6", "calibrated")
+    chosen, sweep, info = tune_twin(train, data, cluster, chain_nodes=8, seed=3, every=1,
+                                    n_blocks=2, params={"K": 4, "rule": "plan"})
+    assert sorted(sweep["c_O"]) == sorted(w * 0.5 for w in TUNE_OVERLAP_WEIGHTS)
+    best = sweep.loc[sweep["cost_ratio"].idxmin()]
+    assert chosen == {"c_O": float(best["c_O"])} and info["chosen"] == chosen
+    assert info["untuned_cost_ratio"] >= info["tune_cost_ratio"]
+    assert info["tune_samples"] == 4 and info["tune_blocks"] == 2
+    with pytest.raises(TwinEvalError, match="keeps the plan veto"):
+        tune_twin(train, data, cluster, chain_nodes=8, params={"K": 4, "rule": "plan",
+                                                               "plan_veto": False})
 
 
 def test_the_workflow_tunes_the_twin_on_the_training_samples(tiny_run):
@@ -566,8 +617,8 @@ def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
     ls6 = tiny_run / "results" / "tiny" / "ls6"
     data = SampleSet.load(ls6 / "calibrated" / "samples")
     train = pd.read_parquet(ls6 / "trace" / "train.parquet")
-    with pytest.raises(TwinEvalError, match="twin_tuned tunes the quantile rule"):
-        tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4, "rule": "plan"})
+    with pytest.raises(TwinEvalError, match="twin_tuned tunes the quantile or the plan rule"):
+        tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4, "rule": "expected"})
     with pytest.raises(TwinEvalError, match="at least 4 training samples"):
         tune_twin(train, data, load_cluster("ls6"), chain_nodes=1, params={"K": 4}, every=2)
     assert main(["samples", "twin", "--cluster", "ls6", "--trace-dir", str(ls6 / "trace"),

@@ -99,9 +99,6 @@ class TwinPolicy(Policy):
             raise TwinPolicyError(f"twin: arrivals {p['arrivals']!r} unknown. Fix: use one of {ARRIVALS}")
         if int(p["K"]) < 1 or float(p["horizon_h"]) <= 0:
             raise TwinPolicyError("twin: K must be >= 1 and horizon_h > 0. Fix: set them in the params")
-        if p["plan_veto"] and p["rule"] != "quantile":
-            raise TwinPolicyError("twin: plan_veto goes with the quantile rule only. Fix: set "
-                                  "rule: quantile or plan_veto: false")
         if not 0.0 < self.tau < 1.0:
             raise TwinPolicyError(f"twin: tau {self.tau} must lie in (0, 1). Fix: set tau or c_I, c_O")
 
@@ -401,8 +398,18 @@ class TwinPolicy(Policy):
         successor no earlier than the predecessor's end; never while the predecessor waits."""
         if not view.pred_running:
             return False
-        return bool(simulate(view, self.plan_future(view),
-                             cap_s=int(self.params["tolerance_s"])) >= 0.0)
+        return bool(self._x_now(view, self.plan_future(view), simulate,
+                                cap_s=int(self.params["tolerance_s"])) >= 0.0)
+
+    def _x_now(self, view: QueueView, future: QueueFuture, simulate, cap_s: int) -> float:
+        """x_h of the successor submitted now in ``future``, by whichever engine function the
+        rule simulates with (the others answer it as their first candidate)."""
+        call = self.engine_call
+        if call == "simulate_leads":
+            return float(simulate(view, future, offsets_s=np.zeros(1, np.int64), cap_s=cap_s)[0])
+        if call == "simulate_pair":
+            return float(simulate(view, future, step_s=int(self.params["step_s"]), cap_s=cap_s)[0])
+        return float(simulate(view, future, cap_s=cap_s))
 
     def evaluate_view(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
         """``(submit now?, x_h of the K draws)``; x is NaN for draws not simulated (gate, early
@@ -441,7 +448,7 @@ class TwinPolicy(Policy):
         self._fitted()
         K = int(self.params["K"])
         x = np.full((K, 2), np.nan)
-        if self.gated(view):
+        if self.gated(view) or (self.params["plan_veto"] and not self.plan_allows(view, simulate_pair)):
             return False, x
         supports = self._view_supports(view)
         cap_s = int(round(float(self.params["cap_h"]) * 3600))
@@ -473,7 +480,8 @@ class TwinPolicy(Policy):
         submit: a later submit would cost no less). While the predecessor waits, wait."""
         self._fitted()
         K = int(self.params["K"])
-        if not view.pred_running or self.gated(view):
+        if not view.pred_running or self.gated(view) or (
+                self.params["plan_veto"] and not self.plan_allows(view, simulate_leads)):
             return False, np.full((K, 1), np.nan)
         offsets = self.lead_offsets(view)
         supports = self._view_supports(view)

@@ -90,11 +90,12 @@ def register_bench(bsub) -> None:
 
 def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, rules, K: int = 16,
                seed: int = 0, cluster_file=None, sample_ids=None, every: int = 1,
-               c_I: float = 1.0, c_O: float = 0.5) -> pd.DataFrame:
+               c_I: float = 1.0, c_O: float = 0.5, plan_veto: bool = False) -> pd.DataFrame:
     """The twin on a run's validation samples (``results/<run>/<cluster>``), once per rule and
     per ablation (``truths``: none, runtimes, arrivals, both: the trace's own values in place of
     the draws), beside reactive and the oracle: one row per sample and setting. ``every``: every
-    N-th validation sample in time order (when ``sample_ids`` is not given)."""
+    N-th validation sample in time order (when ``sample_ids`` is not given). ``plan_veto``: every
+    rule simulates only where the scheduler's plan says a submit now is not early."""
     from mirage.errors import MirageError
     from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
@@ -119,7 +120,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
     for rule in rules:
-        policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O).fit(trace=train, seed=seed)
+        policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O, plan_veto=plan_veto).fit(trace=train, seed=seed)
         for truth in truths:
             t0 = time.perf_counter()
             res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
@@ -127,7 +128,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
                                    progress=print_progress(f"  {rule} {truth} n={chain_nodes}"))
             seconds = time.perf_counter() - t0
             asked = timing[timing["draws"] > 0]
-            res = res.assign(rule=rule, truth=truth, cost=cost(res["x_h"].to_numpy(), c_I, c_O),
+            res = res.assign(rule=rule, truth=truth, plan_veto=plan_veto, cost=cost(res["x_h"].to_numpy(), c_I, c_O),
                              reactive_cost=cost(res["reactive_x_h"].to_numpy(), c_I, c_O),
                              oracle_cost=res["sample_id"].map(oracle),
                              median_decision_s=float(asked["seconds"].median()) if len(asked) else 0.0,
@@ -143,7 +144,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
 def _bench_twin(args) -> None:
     out = bench_twin(args.results, cluster=args.cluster, mode=args.mode, chain_nodes=args.chain_nodes,
                      truths=args.truth, rules=args.rule, K=args.K, seed=args.seed,
-                     cluster_file=args.cluster_file, every=args.every)
+                     cluster_file=args.cluster_file, every=args.every, plan_veto=args.plan_veto)
     if args.out:
         out.to_csv(args.out, index=False)
         print(f"-> {args.out}")
@@ -165,5 +166,8 @@ def register_twin_bench(bsub) -> None:
     b.add_argument("--every", type=int, default=1,
                    help="every N-th validation sample in time order (a real trace's 156 per chain "
                         "size take hours on one core)")
+    b.add_argument("--plan-veto", action="store_true",
+                   help="simulate only where the scheduler's plan (every job to its limit, nothing "
+                        "arriving) says a submit now is not early, for every rule")
     b.add_argument("--out", help="write one row per sample and setting (CSV)")
     b.set_defaults(func=_bench_twin)

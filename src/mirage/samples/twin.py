@@ -155,6 +155,10 @@ def print_progress(label: str):
 #: the tuned twin's candidates: the quantile level as m of its K draws (tau = m / K) and the
 #: tolerance (s) the m-th smallest x must exceed; cautious first (low tau, high tolerance)
 TUNE_TOLERANCES_S = (3600, 1800, 900, 300, 60)
+#: the tuned plan rule's candidates: the overlap cost the twin weighs its candidate submit
+#: times by, as a multiple of the evaluation's c_O (the drawn futures of a heavier training
+#: window make early submits look cheap; a larger weight corrects it); cautious first
+TUNE_OVERLAP_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 2.0, 1.5, 1.0)
 #: the time after a block's last decision point whose jobs the block's fit leaves out too: the
 #: futures its episodes simulate (a predecessor's limit of 48 h and a day of its queue)
 _HOLE_AFTER_S = 3 * 86400
@@ -171,10 +175,36 @@ def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_id
     if policy.params["early_stop"] or policy.params["sign_only"] or policy.params["rule"] != "quantile":
         raise TwinEvalError("record_draws needs the quantile rule with early_stop and sign_only "
                             "off. Fix: set them in the twin's params")
-    part = data.subset(sample_ids)
     K = int(policy.params["K"])
+    xs, allowed, timing = _record(policy, data, table, cluster, sample_ids, progress)
+    out = np.full((len(xs), K), np.nan)
+    for i, x in enumerate(xs):
+        if x is not None:
+            out[i] = x
+    return out, allowed, timing
+
+
+def record_plan_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids,
+                      progress=None) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+    """The ``plan`` rule's draws at every point of the samples ``sample_ids``, the episodes run
+    to the predecessor's end: an object array aligned with ``data.subset(sample_ids).points``
+    holding each point's (K, J) x_h of its candidate submit times (all NaN where the rule
+    drew nothing: the plan veto, a waiting predecessor; None at the predecessor's end), the
+    plan veto's answer per point, and the timing frame. :func:`plan_submits` reads them."""
+    if policy.params["rule"] != "plan":
+        raise TwinEvalError("record_plan_draws needs the plan rule. Fix: set rule: plan")
+    xs, allowed, timing = _record(policy, data, table, cluster, sample_ids, progress)
+    out = np.empty(len(xs), dtype=object)
+    out[:] = xs
+    return out, allowed, timing
+
+
+def _record(policy, data: SampleSet, table: JobTable, cluster, sample_ids, progress):
+    """Every point's recorded x (None where the twin is not asked) and plan veto, in the
+    order of ``data.subset(sample_ids).points``; the timing frame."""
+    part = data.subset(sample_ids)
     pts = part.points
-    out = np.full((len(pts), K), np.nan)
+    out: list = [None] * len(pts)
     allowed = np.zeros(len(pts), dtype=bool)
     # points are sorted by (sample_id, k) with k contiguous from 0: a point's row is start + k
     starts = part.point_starts()
@@ -191,6 +221,23 @@ def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_id
         if progress is not None:
             progress(n, len(samples), {"sample_id": int(sid)})
     return out, allowed, pd.DataFrame(timing)
+
+
+def plan_submits(draws: np.ndarray, c_I: float, c_O: float) -> np.ndarray:
+    """Per point: does the ``plan`` rule submit with these costs, read off its recorded draws
+    (:func:`record_plan_draws`)? The rule's own arithmetic
+    (:meth:`~mirage.policies.twin.TwinPolicy.evaluate_plan`): submit iff the mean cost of
+    submitting now is the lowest of the candidate submit times. Points without draws never
+    submit."""
+    from mirage.outcomes import cost
+
+    out = np.zeros(len(draws), dtype=bool)
+    for i, x in enumerate(draws):
+        if x is None or np.isnan(x).all():
+            continue
+        mean = cost(x, float(c_I), float(c_O)).mean(axis=0)
+        out[i] = bool(mean[0] <= mean.min())
+    return out
 
 
 def quantile_submits(draws: np.ndarray, m: int, tolerance_s: float) -> np.ndarray:
@@ -214,18 +261,31 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     point) and records every point's K draws; each candidate (m of K, tolerance, with or
     without the plan veto, :meth:`~mirage.policies.twin.TwinPolicy.plan_allows`) is scored
     by the mean over blocks of its cost divided by the block's reactive cost. Returns ``(the
-    chosen params: tau, tolerance_s, plan_veto; the sweep table; info)``."""
+    chosen params: tau, tolerance_s, plan_veto; the sweep table; info)``.
+
+    With ``rule: plan`` in ``params`` it tunes the plan rule instead: the blocks record every
+    point's draws of each candidate submit time (:func:`record_plan_draws`, the plan veto kept
+    on), and the candidate is the overlap cost the rule weighs them by
+    (``TUNE_OVERLAP_WEIGHTS`` x ``c_O``); chosen params: c_O."""
     from mirage.policies.tuning import held_out, sweep, time_blocks
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
 
     base = {"c_I": c_I, "c_O": c_O, **(params or {})}
-    base.pop("plan_veto", None)
+    plan = base.get("rule", "quantile") == "plan"
+    if plan:
+        if base.get("plan_veto") is False:
+            raise TwinEvalError("twin_tuned with the plan rule keeps the plan veto (without it every "
+                                "training point's candidate submit times are simulated K times: "
+                                "hours on a real month). Fix: drop plan_veto from its params")
+        base["plan_veto"] = True
+    else:
+        base.pop("plan_veto", None)
     untuned = TwinPolicy(**base)  # the settings the tuning starts from (checked here)
     untuned._check_params()
-    if untuned.params["rule"] != "quantile":
-        raise TwinEvalError(f"twin_tuned tunes the quantile rule, not {untuned.params['rule']!r}. "
-                            "Fix: drop rule from its params (or set rule: quantile)")
+    if untuned.params["rule"] not in ("quantile", "plan"):
+        raise TwinEvalError(f"twin_tuned tunes the quantile or the plan rule, not "
+                            f"{untuned.params['rule']!r}. Fix: set rule: quantile or rule: plan")
     K = int(untuned.params["K"])
     train_ids = ids_in_time_order(data, chain_nodes, max(1, int(every)), split="train")
     if len(train_ids) < n_blocks:
@@ -236,8 +296,10 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     jobs = with_inferred_dependencies(train, cluster)
     table = JobTable.from_frame(train)
     sub = data.subset(train_ids)
-    recorder = {**base, "early_stop": False, "sign_only": False,
-                "cap_h": max(tolerances_s) / 3600.0, "rule": "quantile"}
+    recorder = ({**base} if plan else
+                {**base, "early_stop": False, "sign_only": False,
+                 "cap_h": max(tolerances_s) / 3600.0, "rule": "quantile"})
+    record = record_plan_draws if plan else record_draws
     blocks, allowed_by_block, t0, asked, done = [], [], time.perf_counter(), 0, 0
     for ids in time_blocks(sub, n_blocks):
         part = sub.subset(ids)
@@ -250,12 +312,15 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
             if progress is not None:
                 progress(_done + n, len(train_ids), row)
 
-        draws, allowed, timing = record_draws(twin, part, table, cluster, sample_ids=ids,
-                                              progress=step)
+        draws, allowed, timing = record(twin, part, table, cluster, sample_ids=ids, progress=step)
         allowed_by_block.append(allowed)
         done += len(ids)
         asked += int((timing["draws"] > 0).sum()) if len(timing) else 0
         blocks.append(held_out(part, draws, c_I, c_O))
+    info = {"tune_samples": len(train_ids), "tune_blocks": len(blocks), "tune_every": int(every),
+            "tune_points_asked": asked, "tune_seconds": round(time.perf_counter() - t0, 2)}
+    if plan:
+        return _choose_overlap_weight(blocks, c_I, c_O, float(untuned.params["c_O"]), info)
     allows = {id(b): a for b, a in zip(blocks, allowed_by_block)}
     candidates = [{"plan_veto": g, "m": m, "tolerance_s": int(tol)}
                   for g in (False, True) for m in range(1, K) for tol in tolerances_s]
@@ -271,11 +336,26 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     m0 = int(np.ceil(untuned.tau * K - 1e-9))
     row = table_.loc[(table_["m"] == m0) & (table_["tolerance_s"] == int(untuned.params["tolerance_s"]))
                      & (~table_["plan_veto"].astype(bool)), "cost_ratio"]
-    info = {"tune_samples": len(train_ids), "tune_blocks": len(blocks), "tune_every": int(every),
-            "tune_points_asked": asked, "tune_seconds": round(time.perf_counter() - t0, 2),
-            "tune_cost_ratio": float(table_["cost_ratio"].min()),
-            "untuned_cost_ratio": float(row.iloc[0]) if len(row) else None,
-            "chosen": chosen}
+    info.update({"tune_cost_ratio": float(table_["cost_ratio"].min()),
+                 "untuned_cost_ratio": float(row.iloc[0]) if len(row) else None,
+                 "chosen": chosen})
+    return chosen, table_, info
+
+
+def _choose_overlap_weight(blocks, c_I: float, c_O: float, untuned_c_O: float, info: dict):
+    """The plan rule's tuning: the overlap cost its candidate submit times are weighed by
+    (TUNE_OVERLAP_WEIGHTS x the evaluation's c_O), read off the blocks' recorded draws and
+    scored by the evaluation's own costs."""
+    from mirage.policies.tuning import sweep
+
+    candidates = [{"c_O": float(w) * c_O} for w in TUNE_OVERLAP_WEIGHTS]
+    best, table_ = sweep(blocks, candidates, lambda b, c: plan_submits(b.score, c_I, c["c_O"]),
+                         c_I, c_O)
+    chosen = {"c_O": float(best["c_O"])}
+    row = table_.loc[np.isclose(table_["c_O"], untuned_c_O), "cost_ratio"]
+    info.update({"tune_cost_ratio": float(table_["cost_ratio"].min()),
+                 "untuned_cost_ratio": float(row.iloc[0]) if len(row) else None,
+                 "chosen": chosen})
     return chosen, table_, info
 
 
