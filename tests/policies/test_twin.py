@@ -17,7 +17,7 @@ from mirage.samples.generate import Episode, SampleSpec, generate_sample
 from mirage.samples.shards import cluster_for
 from mirage.samples.twin import (
     TUNE_OVERLAP_WEIGHTS, TwinEvalError, ids_in_time_order, plan_submits, quantile_submits,
-    record_draws, record_plan_draws, run_twin, run_twin_episode, tune_twin,
+    record_draws, record_plan_draws, replay_twin, run_twin, run_twin_episode, tune_twin,
 )
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
@@ -561,6 +561,15 @@ def test_recorded_plan_draws_give_the_decisions_of_every_overlap_weight(tiny_run
             twin = TwinPolicy(K=K, rule="plan", plan_veto=True, c_O=c_O).fit(trace=train, seed=3)
             res, _ = run_twin(twin, data, table, cluster, sample_ids=ids)
             assert list(res["k"]) == list(first), (n, c_O)
+        # stopped once every weight has submitted: the same first submits
+        short, _, timing = record_plan_draws(recorder, data, table, cluster, sample_ids=ids,
+                                             c_I=1.0, overlap_costs=[0.5, 1.0, 4.0])
+        assert sum(x is not None for x in short) <= sum(x is not None for x in draws)
+        for c_O in (0.5, 1.0, 4.0):
+            assert list(first_true_grouped(plan_submits(short, 1.0, c_O), part.points["k"].to_numpy(),
+                                           part.point_starts())) == \
+                list(first_true_grouped(plan_submits(draws, 1.0, c_O), part.points["k"].to_numpy(),
+                                        part.point_starts()))
     assert seen_submit and seen_wait  # the weights decide something here
     with pytest.raises(TwinEvalError, match="needs the plan rule"):
         record_plan_draws(TwinPolicy(K=K).fit(trace=train), data, table, cluster, sample_ids=ids)
@@ -571,13 +580,20 @@ def test_the_plan_rule_is_tuned_by_its_overlap_weight(tiny_run):
     data = SampleSet.load(ls6 / "calibrated" / "samples")
     train = pd.read_parquet(ls6 / "trace" / "train.parquet")
     cluster = cluster_for("ls6", "calibrated")
-    chosen, sweep, info = tune_twin(train, data, cluster, chain_nodes=8, seed=3, every=1,
-                                    n_blocks=2, params={"K": 4, "rule": "plan"})
+    told: list = []
+    replayed, _ = replay_twin(train, pd.read_parquet(ls6 / "trace" / "validation.parquet"), data,
+                              cluster, chain_nodes=8, seed=3, params={"K": 4, "rule": "plan"},
+                              tune={"every": 1, "n_blocks": 2}, echo=told.append)
+    info = replayed.info_["tuning"]
+    sweep, chosen = pd.DataFrame(info["sweep"]), info["chosen"]
     assert sorted(sweep["c_O"]) == sorted(w * 0.5 for w in TUNE_OVERLAP_WEIGHTS)
     best = sweep.loc[sweep["cost_ratio"].idxmin()]
-    assert chosen == {"c_O": float(best["c_O"])} and info["chosen"] == chosen
+    assert chosen == {"c_O": float(best["c_O"]), "plan_veto": True}
+    # the validation replay is the chosen twin's, the veto it was tuned with on
+    assert {k: replayed.params[k] for k in chosen} == chosen and replayed.params["rule"] == "plan"
     assert info["untuned_cost_ratio"] >= info["tune_cost_ratio"]
     assert info["tune_samples"] == 4 and info["tune_blocks"] == 2
+    assert len(told) == 1 and str(chosen) in told[0]
     with pytest.raises(TwinEvalError, match="keeps the plan veto"):
         tune_twin(train, data, cluster, chain_nodes=8, params={"K": 4, "rule": "plan",
                                                                "plan_veto": False})

@@ -59,14 +59,15 @@ def _check_point(spec: SampleSpec, row: dict, stored: pd.Series | None, check_fe
 def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
                      points: pd.DataFrame | None = None, *, check_features: bool = True,
                      simulate=None, truth: str | None = None,
-                     record: list | None = None) -> tuple[int, list[dict]]:
+                     record: list | None = None, record_until=None) -> tuple[int, list[dict]]:
     """``(k, timing rows)``: the decision point of the twin's first submit in ``spec``'s episode
     (the last point, the reactive one, when it never submits), and one row per point asked.
     ``points``: the stored points of the sample, checked point by point (None: no check).
     ``truth`` (an ablation, mirage.sim.twin.TRUTHS): the trace's runtimes and/or arrivals replace
     the policy's draws in every simulated future. ``record``: a list that receives ``(k, x_h
     of the draws, does the plan veto allow a submit)`` for every point asked; the episode then
-    runs on past the first submit to the predecessor's end (the tuning reads every point)."""
+    runs on past the first submit to the predecessor's end (the tuning reads every point), or
+    until ``record_until(record)`` is true (the tuning has what it reads)."""
     ep = Episode(table, cluster, spec)
     if simulate is None:
         simulate = partial(getattr(engine, policy.engine_call), cluster=cluster)
@@ -103,6 +104,8 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
             record.append((k, np.asarray(x, dtype=np.float64), policy.plan_allows(view, simulate)))
             if submit and first is None:
                 first = k
+            if record_until is not None and record_until(record):
+                return (k if first is None else first), timing
         elif submit:
             return k, timing
     raise AssertionError("unreachable: the predecessor's end always submits")
@@ -185,21 +188,36 @@ def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_id
 
 
 def record_plan_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids,
-                      progress=None) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
+                      progress=None, c_I: float | None = None,
+                      overlap_costs=None) -> tuple[np.ndarray, np.ndarray, pd.DataFrame]:
     """The ``plan`` rule's draws at every point of the samples ``sample_ids``, the episodes run
     to the predecessor's end: an object array aligned with ``data.subset(sample_ids).points``
     holding each point's (K, J) x_h of its candidate submit times (all NaN where the rule
-    drew nothing: the plan veto, a waiting predecessor; None at the predecessor's end), the
-    plan veto's answer per point, and the timing frame. :func:`plan_submits` reads them."""
+    drew nothing: the plan veto, a waiting predecessor; None where it was not asked: the
+    predecessor's end, or after the episode stopped), the plan veto's answer per point, and
+    the timing frame. :func:`plan_submits` reads them. ``overlap_costs`` (with ``c_I``): the
+    weights the tuning will read; an episode stops once the rule with each of them has
+    submitted (the points after every first submit change no candidate's outcome)."""
     if policy.params["rule"] != "plan":
         raise TwinEvalError("record_plan_draws needs the plan rule. Fix: set rule: plan")
-    xs, allowed, timing = _record(policy, data, table, cluster, sample_ids, progress)
+    until = None
+    if overlap_costs is not None:
+        ci = float(policy.params["c_I"] if c_I is None else c_I)
+        pending: list = []  # the weights that have not submitted yet in this episode
+
+        def until(rec):
+            if len(rec) == 1:  # a new episode
+                pending[:] = overlap_costs
+            x = rec[-1][1]
+            pending[:] = [w for w in pending if not _plan_submit(x, ci, w)]
+            return not pending
+    xs, allowed, timing = _record(policy, data, table, cluster, sample_ids, progress, until)
     out = np.empty(len(xs), dtype=object)
     out[:] = xs
     return out, allowed, timing
 
 
-def _record(policy, data: SampleSet, table: JobTable, cluster, sample_ids, progress):
+def _record(policy, data: SampleSet, table: JobTable, cluster, sample_ids, progress, until=None):
     """Every point's recorded x (None where the twin is not asked) and plan veto, in the
     order of ``data.subset(sample_ids).points``; the timing frame."""
     part = data.subset(sample_ids)
@@ -213,7 +231,8 @@ def _record(policy, data: SampleSet, table: JobTable, cluster, sample_ids, progr
     for n, (sid, first) in enumerate(zip(pts["sample_id"].to_numpy()[starts], starts), 1):
         rec: list = []
         p = pts.iloc[first:first + int(samples.loc[sid, "n_points"])].reset_index(drop=True)
-        _, tim = run_twin_episode(policy, table, cluster, spec_of(samples.loc[sid]), p, record=rec)
+        _, tim = run_twin_episode(policy, table, cluster, spec_of(samples.loc[sid]), p, record=rec,
+                                  record_until=until)
         timing.extend(tim)
         for k, x, ok in rec:
             out[first + k] = x
@@ -229,15 +248,17 @@ def plan_submits(draws: np.ndarray, c_I: float, c_O: float) -> np.ndarray:
     (:meth:`~mirage.policies.twin.TwinPolicy.evaluate_plan`): submit iff the mean cost of
     submitting now is the lowest of the candidate submit times. Points without draws never
     submit."""
+    return np.array([_plan_submit(x, c_I, c_O) for x in draws], dtype=bool)
+
+
+def _plan_submit(x, c_I: float, c_O: float) -> bool:
+    """One point of :func:`plan_submits`: ``x`` its (K, J) draws (None or all NaN: no submit)."""
     from mirage.outcomes import cost
 
-    out = np.zeros(len(draws), dtype=bool)
-    for i, x in enumerate(draws):
-        if x is None or np.isnan(x).all():
-            continue
-        mean = cost(x, float(c_I), float(c_O)).mean(axis=0)
-        out[i] = bool(mean[0] <= mean.min())
-    return out
+    if x is None or np.isnan(x).all():
+        return False
+    mean = cost(x, float(c_I), float(c_O)).mean(axis=0)
+    return bool(mean[0] <= mean.min())
 
 
 def quantile_submits(draws: np.ndarray, m: int, tolerance_s: float) -> np.ndarray:
@@ -266,7 +287,7 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     With ``rule: plan`` in ``params`` it tunes the plan rule instead: the blocks record every
     point's draws of each candidate submit time (:func:`record_plan_draws`, the plan veto kept
     on), and the candidate is the overlap cost the rule weighs them by
-    (``TUNE_OVERLAP_WEIGHTS`` x ``c_O``); chosen params: c_O."""
+    (``TUNE_OVERLAP_WEIGHTS`` x ``c_O``); chosen params: c_O and plan_veto (kept on)."""
     from mirage.policies.tuning import held_out, sweep, time_blocks
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
@@ -312,7 +333,10 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
             if progress is not None:
                 progress(_done + n, len(train_ids), row)
 
-        draws, allowed, timing = record(twin, part, table, cluster, sample_ids=ids, progress=step)
+        extra = ({"c_I": c_I, "overlap_costs": [w * c_O for w in TUNE_OVERLAP_WEIGHTS]}
+                 if plan else {})
+        draws, allowed, timing = record(twin, part, table, cluster, sample_ids=ids, progress=step,
+                                        **extra)
         allowed_by_block.append(allowed)
         done += len(ids)
         asked += int((timing["draws"] > 0).sum()) if len(timing) else 0
@@ -351,7 +375,7 @@ def _choose_overlap_weight(blocks, c_I: float, c_O: float, untuned_c_O: float, i
     candidates = [{"c_O": float(w) * c_O} for w in TUNE_OVERLAP_WEIGHTS]
     best, table_ = sweep(blocks, candidates, lambda b, c: plan_submits(b.score, c_I, c["c_O"]),
                          c_I, c_O)
-    chosen = {"c_O": float(best["c_O"])}
+    chosen = {"c_O": float(best["c_O"]), "plan_veto": True}  # the veto the recording had
     row = table_.loc[np.isclose(table_["c_O"], untuned_c_O), "cost_ratio"]
     info.update({"tune_cost_ratio": float(table_["cost_ratio"].min()),
                  "untuned_cost_ratio": float(row.iloc[0]) if len(row) else None,
@@ -361,14 +385,15 @@ def _choose_overlap_weight(blocks, c_I: float, c_O: float, untuned_c_O: float, i
 
 def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, cluster, *,
                 chain_nodes: int, seed: int = 0, params: dict | None = None, c_I: float = 1.0,
-                c_O: float = 0.5, progress=None, tune: dict | None = None):
+                c_O: float = 0.5, progress=None, tune: dict | None = None, echo=None):
     """The twin fitted on the training split's jobs (``train``, canonical; dependencies
     inferred where ``cluster`` infers them) and replayed on every validation sample of
     ``chain_nodes`` in ``data``: a fitted
     :class:`~mirage.policies.replayed.ReplayedDecisions` (what `mirage evaluate` scores) and
     the timing frame of :func:`run_twin`. ``tune`` (``twin_tuned``: keyword arguments of
-    :func:`tune_twin`, e.g. ``{"every": 8}``): the quantile level, tolerance and plan veto are
-    chosen on the training samples first; the sweep is in ``info_["tuning"]``."""
+    :func:`tune_twin`, e.g. ``{"every": 8}``): the quantile level, tolerance and plan veto (the
+    plan rule: its overlap weight) are chosen on the training samples first (``echo(line)`` is
+    told the choice before the replay); the sweep is in ``info_["tuning"]``."""
     from mirage.policies.replayed import ReplayedDecisions
     from mirage.policies.twin import TwinPolicy
     from mirage.sim.twin import with_inferred_dependencies
@@ -385,6 +410,10 @@ def replay_twin(train: pd.DataFrame, validation: pd.DataFrame, data: SampleSet, 
                                                 progress=progress, **tune)
         params.update(chosen)
         tuning["sweep"] = sweep_table.to_dict("records")
+        if echo is not None:
+            echo(f"tuned on {tuning['tune_samples']} training samples in {tuning['tune_seconds']:.0f} s: "
+                 f"{chosen} (cost / reactive {tuning['tune_cost_ratio']:.3f}, untuned "
+                 f"{tuning['untuned_cost_ratio']}); replaying the validation samples")
     t0 = time.perf_counter()
     policy = TwinPolicy(**{"c_I": c_I, "c_O": c_O, **params})
     policy.fit(trace=with_inferred_dependencies(train, cluster), seed=seed)
@@ -430,7 +459,9 @@ def decide_cmd(args) -> None:
     policy, timing = replay_twin(pd.read_parquet(trace / "train.parquet"),
                                  pd.read_parquet(trace / "validation.parquet"), data, desc,
                                  chain_nodes=args.chain_nodes, seed=args.seed, params=params,
-                                 c_I=args.c_I, c_O=args.c_O, progress=progress, tune=tune)
+                                 c_I=args.c_I, c_O=args.c_O, progress=progress, tune=tune,
+                                 echo=lambda m: print(f"{name} {args.mode} n={args.chain_nodes}: {m}",
+                                                      flush=True))
     out.mkdir(parents=True, exist_ok=True)
     model = policy.save(out / "model.joblib")
     timing.to_csv(out / "timing.csv", index=False)
