@@ -126,8 +126,9 @@ if REPLAYED:
         # the twin decides from the queue a user sees, which the sample tables lack: it is fitted
         # on the training split's jobs and replayed on every validation sample of the chain size
         # (each episode re-run and checked against the stored points); twin_tuned first chooses
-        # its quantile level, tolerance and plan veto by time-ordered cross-fitting on the
-        # training samples. evaluate reads the first submits like any fitted policy's
+        # its quantile level, tolerance and plan veto (the plan rule: its overlap weight) by
+        # time-ordered cross-fitting on the training samples. evaluate reads the first submits
+        # like any fitted policy's
         input:
             train=f"{R}/{{cluster}}/trace/train.parquet",
             validation=f"{R}/{{cluster}}/trace/validation.parquet",

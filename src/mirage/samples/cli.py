@@ -82,8 +82,9 @@ def register(sub) -> None:
     p.add_argument("--chain-nodes", type=int, required=True)
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--policy", choices=["twin", "twin_tuned"], default="twin",
-                   help="twin_tuned: choose the quantile level, tolerance and plan veto by "
-                   "time-ordered cross-fitting on the training samples first (its params may "
+                   help="twin_tuned: choose the quantile level, tolerance and plan veto (with "
+                   "rule plan: the overlap weight) by time-ordered cross-fitting on the training "
+                   "samples first (its params may "
                    "add tune_every: every n-th training sample, default 8; tune_blocks: 4)")
     p.add_argument("--params", default="{}", help="JSON: the twin's parameters (K, rule, ...)")
     p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
