@@ -1,6 +1,7 @@
 """The twin policy (issue 17): decides from the observable queue only, reproducibly, and
 simulating forward pays where the signal is clear."""
 
+import dataclasses
 import inspect
 import json
 from dataclasses import fields
@@ -305,6 +306,7 @@ def test_with_the_traces_runtimes_and_arrivals_the_drawn_world_is_the_true_one(w
         cluster = load_cluster("ls6")
         assert cluster.infer_dependencies
     policy = _fit(jobs)
+    moved = 0
     for k in (200, 325, 380):
         ep, t, view = _view_at(table, cluster, SPEC, k)
         assert view.pred_running
@@ -315,12 +317,20 @@ def test_with_the_traces_runtimes_and_arrivals_the_drawn_world_is_the_true_one(w
         assert simulate_x(view, both, cluster) == x_true
         # the plan rule's engine call: submitting now is the same what-if in the same world
         assert simulate_leads(view, both, cluster, offsets_s=[0, 600])[0] == x_true
+        # the service's priority is the predecessor's, which the view shows (the priority it
+        # started with): the policy's own estimate does not enter
+        assert np.isfinite(view.pred_priority)
+        wrong = dataclasses.replace(both, succ_tprio=both.succ_tprio - 500.0)
+        assert simulate_x(view, wrong, cluster) == x_true
+        blind = dataclasses.replace(view, pred_priority=float("nan"))
+        moved += simulate_x(blind, wrong, cluster) != x_true
         runtimes = true_future(ep.sim, view, drawn, "runtimes", 72 * 3600)
         assert np.array_equal(runtimes.running_run, table.run[view.running_id])
         assert np.array_equal(runtimes.arrival_submit, drawn.arrival_submit)
         arrivals = true_future(ep.sim, view, drawn, "arrivals", 72 * 3600)
         assert np.array_equal(arrivals.pending_run, drawn.pending_run)
         assert (arrivals.arrival_submit > t).all() and (arrivals.arrival_submit <= t + 72 * 3600).all()
+    assert moved  # without the predecessor's priority, a wrong estimate moves the successor
 
 
 def test_drawn_arrivals_keep_the_chains_of_their_week(world):

@@ -60,7 +60,9 @@ class QueueView:
     pred_start: int  # -1 while pending
     pred_limit_s: int
     chain_nodes: int
-    pred_priority: float = float("nan")  # its current priority while pending (squeue %Q)
+    #: its current priority while pending (squeue %Q); once it runs, the priority it started
+    #: with where the observer saw it pend (NaN where not known)
+    pred_priority: float = float("nan")
     # job ids (squeue %i) and, per pending job, the id of the queued or running job its
     # dependency waits on (squeue %E), -1 for none; None: ids unknown, no dependencies
     running_id: np.ndarray | None = None

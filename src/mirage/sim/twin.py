@@ -90,12 +90,16 @@ def view_from_sim(sim: Simulator, now: int, *, pred_jid: int, pred_submit: int, 
         pl.append(r[R_LIMIT])
         pp.append(prio)
         pu.append(name(r[R_USER]))
+    start = sim.starts.get(pred_jid, -1)
+    if 0 <= start <= now and pred_jid in sim.extra:
+        # a running predecessor: the priority it had when it started (the user watched it pend)
+        pred_priority = current_priority(sim, sim.extra[pred_jid][5], sim.extra[pred_jid][0], start)
     return QueueView(
         now=now, capacity=sim.cap,
         running_nodes=rn, running_limit_s=rl, running_start=rs, running_user=ru,
         pending_submit=ps, pending_nodes=pn, pending_limit_s=pl, pending_priority=pp,
         pending_user=pu, running_id=rid, pending_id=pid, pending_dep=pdep,
-        pred_submit=pred_submit, pred_start=sim.starts.get(pred_jid, -1),
+        pred_submit=pred_submit, pred_start=start,
         pred_limit_s=pred_limit_s, chain_nodes=chain_nodes, pred_priority=pred_priority)
 
 
@@ -138,6 +142,18 @@ def _tprio(cluster: ClusterDescription, priority: np.ndarray, nodes: np.ndarray,
     return (np.asarray(priority, float) - t.age_rate * age - t.size_norm * nodes) / t.w_trace
 
 
+def service_tprio(view: QueueView, future: QueueFuture, cluster: ClusterDescription) -> float:
+    """The recorded-priority component of the service's jobs in the drawn world (the
+    predecessor and the successor: one user, one size): the predecessor's own, solved from
+    the priority the view shows for it (while it pends, or when it started), else the
+    future's ``succ_tprio`` (the policy's estimate)."""
+    if not np.isfinite(view.pred_priority):
+        return float(future.succ_tprio)
+    at = view.pred_start if view.pred_running else view.now
+    return float(_tprio(cluster, np.array([view.pred_priority]), np.array([view.chain_nodes]),
+                        np.array([at - view.pred_submit]))[0])
+
+
 def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescription) -> tuple[JobTable, int]:
     """The drawn world as a job table, and the predecessor's index in it."""
     now = int(view.now)
@@ -159,11 +175,7 @@ def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescriptio
                             future.arrival_nodes]).astype(np.int64)
     pend_tprio = _tprio(cluster, view.pending_priority, view.pending_nodes,
                         now - view.pending_submit)
-    if not pred_run and np.isfinite(view.pred_priority):
-        pred_tprio = _tprio(cluster, np.array([view.pred_priority]), np.array([view.chain_nodes]),
-                            np.array([now - view.pred_submit]))[0]
-    else:
-        pred_tprio = future.succ_tprio
+    pred_tprio = service_tprio(view, future, cluster)
     tprio = np.concatenate([np.zeros(nr), pend_tprio, [pred_tprio],
                             np.asarray(future.arrival_tprio, float)])
     user_names = np.concatenate([view.running_user, view.pending_user, [SERVICE_NAME],
@@ -211,7 +223,7 @@ def simulate_x(view: QueueView, future: QueueFuture, cluster: ClusterDescription
     cl = twin_cluster(cluster, view)
     tab, pred = world_table(view, future, cl)
     sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
-    return _probe_x(sim, view, pred, int(view.now), future.succ_tprio, cap_s)
+    return _probe_x(sim, view, pred, int(view.now), service_tprio(view, future, cl), cap_s)
 
 
 def _probe_x(sim, view: QueueView, pred: int, submit: int, succ_tprio: float, cap_s: int) -> float:
@@ -277,11 +289,12 @@ def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescript
     sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
     later = sim.fork()
     now = int(view.now)
-    x_now = _probe_x(sim, view, pred, now, future.succ_tprio, cap_s)
+    succ = service_tprio(view, future, cl)
+    x_now = _probe_x(sim, view, pred, now, succ, cap_s)
     nxt = now + int(step_s)
     if view.pred_running:
         nxt = min(nxt, int(view.pred_end))
-    x_next = _probe_x(later, view, pred, nxt, future.succ_tprio, cap_s)
+    x_next = _probe_x(later, view, pred, nxt, succ, cap_s)
     cap_h = cap_s / 3600.0
     return min(x_now, cap_h), min(x_next, cap_h)
 
@@ -301,13 +314,14 @@ def simulate_leads(view: QueueView, future: QueueFuture, cluster: ClusterDescrip
     sim = warm_start(tab, cl, int(view.now), warm=True, pinned=False, record=False)
     now, end = int(view.now), int(view.pred_end)
     limit_min = -(-int(view.pred_limit_s) // 60)
+    succ = service_tprio(view, future, cl)
     cap_h = cap_s / 3600.0
     out = np.full(len(offsets_s), cap_h)
     for j, off in enumerate(offsets_s):
         t = min(now + int(off), end)
         sim.run_until(t)
         start = what_if(sim.snapshot(), t, int(view.chain_nodes), limit_min, SERVICE_USER,
-                        priority=float(future.succ_tprio), max_wait_s=end + int(cap_s) - t)
+                        priority=succ, max_wait_s=end + int(cap_s) - t)
         if start is not None:
             out[j] = min((start - end) / 3600.0, cap_h)
     return out
