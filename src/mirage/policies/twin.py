@@ -57,6 +57,17 @@ RULES = tuple(_RULES)
 ARRIVALS = ("weeks", "poisson")
 
 
+def plan_submit_now(x_h: np.ndarray, c_I: float, c_O: float) -> bool:
+    """The ``plan`` rule on one point's (K, J) draws of x for each candidate submit time (now
+    first): submit iff submitting now has the lowest mean cost (ties submit). No draws (all
+    NaN): no submit."""
+    x = np.asarray(x_h, dtype=np.float64)
+    if np.isnan(x).all():
+        return False
+    mean = cost(x, float(c_I), float(c_O)).mean(axis=0)
+    return bool(mean[0] <= mean.min())
+
+
 class TwinPolicyError(MirageError):
     """The twin policy was used without what it needs (a trace to fit, a queue view)."""
 
@@ -490,8 +501,7 @@ class TwinPolicy(Policy):
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
             x[k] = simulate_leads(view, future, offsets_s=offsets, cap_s=cap_s)
-        mean = cost(x, float(self.params["c_I"]), float(self.params["c_O"])).mean(axis=0)
-        return bool(mean[0] <= mean.min()), x
+        return plan_submit_now(x, self.params["c_I"], self.params["c_O"]), x
 
     @property
     def engine_call(self) -> str:
@@ -514,4 +524,4 @@ class TwinPolicy(Policy):
             "Fix: evaluate it with mirage.samples.twin.run_twin (or call decide_view)")
 
 
-__all__ = ["TwinPolicy", "TwinPolicyError", "SERVICE_NAME", "hour_of_week"]
+__all__ = ["TwinPolicy", "TwinPolicyError", "SERVICE_NAME", "hour_of_week", "plan_submit_now"]

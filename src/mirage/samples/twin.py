@@ -252,13 +252,10 @@ def plan_submits(draws: np.ndarray, c_I: float, c_O: float) -> np.ndarray:
 
 
 def _plan_submit(x, c_I: float, c_O: float) -> bool:
-    """One point of :func:`plan_submits`: ``x`` its (K, J) draws (None or all NaN: no submit)."""
-    from mirage.outcomes import cost
+    """One point of :func:`plan_submits`: ``x`` its (K, J) draws (None: not asked, no submit)."""
+    from mirage.policies.twin import plan_submit_now
 
-    if x is None or np.isnan(x).all():
-        return False
-    mean = cost(x, float(c_I), float(c_O)).mean(axis=0)
-    return bool(mean[0] <= mean.min())
+    return x is not None and plan_submit_now(x, c_I, c_O)
 
 
 def quantile_submits(draws: np.ndarray, m: int, tolerance_s: float) -> np.ndarray:
