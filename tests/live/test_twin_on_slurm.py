@@ -50,6 +50,9 @@ def test_the_live_queue_as_the_twin_sees_it_and_its_decision(slurm_cluster, tmp_
         assert dep == {pending[0]: -1, pending[1]: -1, waits: running[0]}
         assert np.all(np.diff(view.pending_priority) <= 0)  # Slurm's order, highest first
         assert view.pred_running and view.pred_end == pred_start + LIMIT_MIN * 60
+        # the predecessor's priority: what squeue shows for it (kept from its start while it runs)
+        shown = c.run("squeue", "-h", "-j", str(pred), "-o", "%Q").stdout.split()
+        assert view.pred_priority > 0 and view.pred_priority == float(shown[0])
 
         # the twin fitted on a cluster's trace decides from that view, through the provisioner
         trace = tmp_path / "trace.parquet"

@@ -159,6 +159,28 @@ def test_drawn_runtimes_respect_elapsed_and_limit(world):
     assert (np.diff(f.arrival_submit) >= 0).all()
 
 
+
+@pytest.mark.parametrize("pool", ["user", "bucket", "all"])
+def test_the_runtime_pool_sets_where_a_draw_starts(world, pool):
+    # one user's jobs all run to 10 % of their limit, everyone else's to 90 %: the user's own
+    # pool draws 0.1, the limit bucket's and the pooled set mostly 0.9
+    jobs, _, _ = world
+    jobs = jobs.copy()
+    limit = pd.to_timedelta(jobs["time_limit_min"].astype(float), unit="min")
+    mine = jobs["user"] == jobs["user"].mode()[0]
+    jobs["end"] = jobs["start"] + (limit * np.where(mine, 0.1, 0.9)).dt.floor("s")
+    policy = _fit(jobs, runtime_pool=pool)
+    user, lim = str(jobs.loc[mine, "user"].iloc[0]), 3600 * 10
+    runs = policy.draw_runtimes(np.random.default_rng(0), [user] * 400, [lim] * 400, [0] * 400)
+    ratios = np.round(runs / lim, 3)
+    if pool == "user":
+        assert (ratios == 0.1).all()
+    else:  # the bucket's and every job's ratios: this user's 0.1 among everyone's 0.9
+        share = (ratios == 0.9).mean()
+        assert share > 0.5 and set(np.unique(ratios)) <= {0.1, 0.9}
+    with pytest.raises(TwinPolicyError, match="runtime_pool"):
+        _fit(jobs, runtime_pool="job")
+
 # ---- 3. a clear signal: a growing backlog, and an idle cluster ------------------------------
 def _stream(every_h: float, days: int = 9, nodes: int = 8, run_h: int = 14):
     """Jobs of one size and runtime every ``every_h`` hours, scheduled by the simulator: at

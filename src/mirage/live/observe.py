@@ -159,12 +159,17 @@ class LiveObserver:
         policy decides from): running jobs (size, limit, start, user, id), the eligible pending
         ones in Slurm's priority order (queue entry, size, limit, current priority, user, id,
         and the queued or running job an unfulfilled dependency waits on), the capacity. The
-        predecessor (job ``pred_id``) is described by the ``pred_*`` fields only; a held job
-        or one waiting for its ``--begin`` time is not in the queue yet, as in the simulator."""
+        predecessor (job ``pred_id``) is described by the ``pred_*`` fields only, its priority
+        as squeue shows it: the current one while it pends, the one it started with once it
+        runs (Slurm recalculates only pending jobs' priorities); a held job or one waiting for
+        its ``--begin`` time is not in the queue yet, as in the simulator."""
         now = now_s() if now is None else now
         run, pend = [], []
+        pred_priority = float("nan")
         for j in self.jobs():
             if j["id"] == str(pred_id):
+                if (j["priority"] or "").isdigit() and int(j["priority"]) > 0:
+                    pred_priority = float(j["priority"])
                 continue
             size = int(j["cpus"] if self.unit == "cpus" else j["nodes"])
             submit, lim = epoch(j["submit"]), limit_s(j["limit"])
@@ -190,4 +195,5 @@ class LiveObserver:
             pending_dep=[r[6] if r[6] in ids else -1 for r in pend],
             pred_submit=int(self.scaled(pred_submit)),
             pred_start=-1 if pred_start is None else int(self.scaled(pred_start)),
-            pred_limit_s=int(self.limit_min * 60 * s), chain_nodes=self.chain_nodes)
+            pred_limit_s=int(self.limit_min * 60 * s), chain_nodes=self.chain_nodes,
+            pred_priority=pred_priority)

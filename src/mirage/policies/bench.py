@@ -4,12 +4,20 @@ The fits run as rules fit_policies / fit_torch / fit_history run them: the confi
 costs and ``policies.params``, one process, untuned policies before their tuned twins (which
 take the untuned final fit), each on ``mirage.policies.fit_threads`` threads (the history
 models on two, every other policy on one). The figures are each fit's ``fit_seconds`` (what
-``fit.json`` records).
+``fit.json`` records) and the process's peak resident memory once the fit is done (the peak so
+far: bench one policy per call to read its own).
+
+``--train-samples N`` fits on the first N training samples per chain size in time order and
+``--params`` overrides the config's policy settings: the paper's sizes (config/paper.yaml), whose
+fits take hours on a CPU, measured for memory and time per example on a few samples.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import resource
+import sys
 import tempfile
 from pathlib import Path
 
@@ -29,16 +37,26 @@ def fitted_names(config: dict) -> list[str]:
     return [p for p in config["policies"]["names"] if p not in REPLAYED_POLICY_NAMES]
 
 
+def peak_rss_gb() -> float:
+    """This process's peak resident memory so far (GB)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return peak / (1e9 if sys.platform == "darwin" else 1e9 / 1024)
+
+
 def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cpu",
-              out_dir=None, budget_s: float = BUDGET_S) -> pd.DataFrame:
-    """One row per chain size and policy: threads, seconds, whether within ``budget_s``."""
+              out_dir=None, budget_s: float = BUDGET_S, train_samples: int | None = None,
+              params: dict | None = None) -> pd.DataFrame:
+    """One row per chain size and policy: threads, seconds, whether within ``budget_s``, peak
+    memory so far. ``train_samples``: the first N training samples per chain size in time order
+    (all: None). ``params``: policy name -> settings over the config's ``policies.params``."""
     from mirage.outcomes import SampleSet
     from mirage.policies import fit_threads
     from mirage.policies.cli import TUNED_OF, fit_one
 
     data = SampleSet.load(samples)
     train = data.split("train")
-    params = config.get("policies", {}).get("params", {})
+    params = {name: {**config.get("policies", {}).get("params", {}).get(name, {}),
+                     **(params or {}).get(name, {})} for name in policies}
     costs = config.get("policies", {}).get("costs", {})
     c_I, c_O = float(costs.get("interruption", 1.0)), float(costs.get("overlap", 0.5))
     order = sorted(policies, key=lambda p: p in TUNED_OF)  # untuned first, as the workflow
@@ -46,8 +64,10 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(out_dir) if out_dir else Path(tmp)
         for nodes in chain_nodes:
-            part = train.subset(train.samples.loc[train.samples["chain_nodes"] == nodes,
-                                                  "sample_id"])
+            mine = train.samples[train.samples["chain_nodes"] == nodes]
+            if train_samples is not None:
+                mine = mine.sort_values(["sample_start", "sample_id"]).head(int(train_samples))
+            part = train.subset(mine["sample_id"])
             if len(part) == 0:
                 raise MirageError(f"{samples}: no training samples with chain_nodes={nodes}. "
                                   "Fix: pass --chain-nodes of the run's samples")
@@ -61,7 +81,8 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
                 info = pd.read_json(out / "fit.json", typ="series")
                 rows.append({"chain_nodes": nodes, "policy": name, "threads": threads,
                              "train_samples": len(part), "seconds": float(info["fit_seconds"]),
-                             "final_fit_shared": "final_model_from" in info})
+                             "final_fit_shared": "final_model_from" in info,
+                             "peak_rss_gb": round(peak_rss_gb(), 2)})
     table = pd.DataFrame(rows)
     table["within_budget"] = table["seconds"] <= budget_s
     return table
@@ -72,8 +93,20 @@ def _bench(args) -> None:
 
     config = config_mod.load(args.config)
     policies = args.policies or fitted_names(config)
+    try:
+        params = json.loads(args.params) if args.params else {}
+    except json.JSONDecodeError as e:
+        raise MirageError(f"--params {args.params!r}: not JSON ({e}). Fix: a map of policy name "
+                          "to settings, e.g. '{\"moe\": {\"epochs\": 1}}'") from None
+    if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
+        raise MirageError(f"--params {args.params!r}: not a map of policy name to settings. "
+                          "Fix: e.g. '{\"moe\": {\"epochs\": 1}}'")
+    if args.train_samples is not None and args.train_samples < 1:
+        raise MirageError(f"--train-samples {args.train_samples}: must be at least 1. Fix: pass a positive "
+                          "count, or leave it out for every training sample")
     table = bench_fit(args.samples, config, policies, args.chain_nodes, device=args.device,
-                      out_dir=args.out_dir, budget_s=args.budget_s)
+                      out_dir=args.out_dir, budget_s=args.budget_s,
+                      train_samples=args.train_samples, params=params)
     print(table.to_markdown(index=False))
     for nodes, part in table.groupby("chain_nodes"):
         over = part.loc[~part["within_budget"], "policy"].tolist()
@@ -96,4 +129,8 @@ def register_bench(bsub) -> None:
     b.add_argument("--budget-s", type=float, default=BUDGET_S,
                    help="mark fits longer than this (default 300 s)")
     b.add_argument("--out-dir", help="keep the fitted models here (default: a temporary directory)")
+    b.add_argument("--train-samples", type=int, help="fit on the first N training samples per "
+                   "chain size in time order (default: all)")
+    b.add_argument("--params", help="settings over the config's, as JSON: policy name -> "
+                   "settings, e.g. '{\"moe\": {\"epochs\": 1}}'")
     b.set_defaults(func=_bench)

@@ -7,9 +7,11 @@ predecessor's submit, start and limit. Never the true runtimes nor the future ar
 trace. It draws K futures of that view (:meth:`TwinPolicy.draw_future`) from what :meth:`fit`
 learned on the training window:
 
-- the runtime of a job given its limit and user: each user's runtime/limit ratios (users with
-  at least ``min_user_jobs`` jobs), else the ratios of every job in the same limit bucket
-  (<=1, <=6, <=24, >24 h), else of every job; a running job's ratio is drawn conditioned on
+- the runtime of a job given its limit and user (``runtime_pool="user"``, default): each user's
+  runtime/limit ratios (users with at least ``min_user_jobs`` jobs), else the ratios of every
+  job in the same limit bucket (<=1, <=6, <=24, >24 h), else of every job; ``"bucket"`` starts
+  at the limit bucket, ``"all"`` draws every job's ratio from the one pooled set; a running job's
+  ratio is drawn conditioned on
   exceeding its elapsed time (inverse CDF over the ratios left), so the point mass at 1
   (jobs killed at their limit) is kept;
 - the arrivals over ``horizon_h`` hours: ``arrivals="weeks"`` (default) copies the jobs of a
@@ -55,6 +57,8 @@ _RULES = {"quantile": ("evaluate_view", "simulate_x"), "expected": ("evaluate_pa
           "plan": ("evaluate_plan", "simulate_leads")}
 RULES = tuple(_RULES)
 ARRIVALS = ("weeks", "poisson")
+#: the runtime model's pools, most specific first: where a draw starts (then falls back)
+RUNTIME_POOLS = ("user", "bucket", "all")
 
 
 def plan_submit_now(x_h: np.ndarray, c_I: float, c_O: float) -> bool:
@@ -90,9 +94,11 @@ class TwinPolicy(Policy):
                  tau: float | None = None, c_I: float = 1.0, c_O: float = 0.5,
                  arrivals: str = "weeks", min_user_jobs: int = 20, gate_h: float | None = None,
                  sign_only: bool = True, early_stop: bool = True, cap_h: float = 48.0,
-                 tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False):
+                 tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False,
+                 runtime_pool: str = "user"):
         self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
-                           arrivals=arrivals, min_user_jobs=min_user_jobs, gate_h=gate_h,
+                           arrivals=arrivals, min_user_jobs=min_user_jobs, runtime_pool=runtime_pool,
+                           gate_h=gate_h,
                            sign_only=sign_only, early_stop=early_stop, cap_h=cap_h,
                            tolerance_s=tolerance_s, step_s=step_s, plan_veto=plan_veto)
 
@@ -108,6 +114,9 @@ class TwinPolicy(Policy):
             raise TwinPolicyError(f"twin: rule {p['rule']!r} unknown. Fix: use one of {RULES}")
         if p["arrivals"] not in ARRIVALS:
             raise TwinPolicyError(f"twin: arrivals {p['arrivals']!r} unknown. Fix: use one of {ARRIVALS}")
+        if p["runtime_pool"] not in RUNTIME_POOLS:
+            raise TwinPolicyError(f"twin: runtime_pool {p['runtime_pool']!r} unknown. "
+                                  f"Fix: use one of {RUNTIME_POOLS}")
         if int(p["K"]) < 1 or float(p["horizon_h"]) <= 0:
             raise TwinPolicyError("twin: K must be >= 1 and horizon_h > 0. Fix: set them in the params")
         if not 0.0 < self.tau < 1.0:
@@ -179,13 +188,14 @@ class TwinPolicy(Policy):
             offsets[key] = (pos, len(v))
             pos += len(v)
 
+        first = RUNTIME_POOLS.index(self.params["runtime_pool"])
         names, counts = np.unique(users, return_counts=True)
         for name, c in zip(names, counts):
-            if c >= int(self.params["min_user_jobs"]):
+            if first <= 0 and c >= int(self.params["min_user_jobs"]):
                 add(("user", str(name)), ratio[users == name])
         buckets = _bucket(limit)
         for b in range(len(LIMIT_BUCKETS_H) + 1):
-            if (buckets == b).any():
+            if first <= 1 and (buckets == b).any():
                 add(("bucket", b), ratio[buckets == b])
         add(("all",), ratio)
         self.ratio_pool_ = np.concatenate(parts)

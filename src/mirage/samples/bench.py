@@ -90,12 +90,14 @@ def register_bench(bsub) -> None:
 
 def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, rules, K: int = 16,
                seed: int = 0, cluster_file=None, sample_ids=None, every: int = 1,
-               c_I: float = 1.0, c_O: float = 0.5, plan_veto: bool = False) -> pd.DataFrame:
+               c_I: float = 1.0, c_O: float = 0.5, plan_veto: bool = False,
+               params: dict | None = None) -> pd.DataFrame:
     """The twin on a run's validation samples (``results/<run>/<cluster>``), once per rule and
     per ablation (``truths``: none, runtimes, arrivals, both: the trace's own values in place of
     the draws), beside reactive and the oracle: one row per sample and setting. ``every``: every
     N-th validation sample in time order (when ``sample_ids`` is not given). ``plan_veto``: every
-    rule simulates only where the scheduler's plan says a submit now is not early."""
+    rule simulates only where the scheduler's plan says a submit now is not early. ``params``: more
+    of the twin's constructor settings (e.g. ``runtime_pool``), the same for every rule."""
     from mirage.errors import MirageError
     from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
@@ -120,7 +122,8 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
     for rule in rules:
-        policy = TwinPolicy(K=K, rule=rule, c_I=c_I, c_O=c_O, plan_veto=plan_veto).fit(trace=train, seed=seed)
+        policy = TwinPolicy(**{**(params or {}), "K": K, "rule": rule, "c_I": c_I, "c_O": c_O,
+                               "plan_veto": plan_veto}).fit(trace=train, seed=seed)
         for truth in truths:
             t0 = time.perf_counter()
             res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
@@ -144,10 +147,31 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
 def _bench_twin(args) -> None:
     out = bench_twin(args.results, cluster=args.cluster, mode=args.mode, chain_nodes=args.chain_nodes,
                      truths=args.truth, rules=args.rule, K=args.K, seed=args.seed,
-                     cluster_file=args.cluster_file, every=args.every, plan_veto=args.plan_veto)
+                     cluster_file=args.cluster_file, every=args.every, plan_veto=args.plan_veto,
+                     params=_twin_params(args.params))
     if args.out:
         out.to_csv(args.out, index=False)
         print(f"-> {args.out}")
+
+
+def _twin_params(text: str | None) -> dict:
+    import json
+
+    from mirage.errors import MirageError
+    from mirage.policies.twin import TwinPolicy
+
+    if not text:
+        return {}
+    try:
+        params = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise MirageError(f"--params {text!r}: not JSON ({e}). Fix: e.g. --params "
+                          "'{\"runtime_pool\": \"all\"}'") from None
+    known = set(TwinPolicy().get_params())
+    if not isinstance(params, dict) or set(params) - known:
+        raise MirageError(f"--params: {sorted(set(params) - known) if isinstance(params, dict) else params} "
+                          f"not twin settings. Fix: use some of {sorted(known)}")
+    return params
 
 
 def register_twin_bench(bsub) -> None:
@@ -169,5 +193,7 @@ def register_twin_bench(bsub) -> None:
     b.add_argument("--plan-veto", action="store_true",
                    help="simulate only where the scheduler's plan (every job to its limit, nothing "
                         "arriving) says a submit now is not early, for every rule")
+    b.add_argument("--params", help="more twin settings as JSON, e.g. '{\"runtime_pool\": \"all\"}' "
+                   "(-K, --rule and --plan-veto take precedence)")
     b.add_argument("--out", help="write one row per sample and setting (CSV)")
     b.set_defaults(func=_bench_twin)
