@@ -412,6 +412,23 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
     assert bad.returncode == 2 and "Fix:" in bad.stderr
 
 
+def test_the_runtime_model_is_scored_on_the_validation_jobs(tiny_run, capsys):
+    from mirage.cli import main
+    from mirage.samples.bench import bench_twin_runtimes, crps
+
+    rng = np.random.default_rng(0)
+    x, y = rng.exponential(size=50), 0.7
+    brute = np.mean(np.abs(x - y)) - 0.5 * np.mean(np.abs(x[:, None] - x[None, :]))
+    assert crps(x, y) == pytest.approx(brute) and crps(np.full(5, y), y) == pytest.approx(0.0)
+    ls6 = tiny_run / "results" / "tiny" / "ls6"
+    table = bench_twin_runtimes(ls6, jobs=200, K=16)
+    assert table["runtime_pool"].tolist() == ["user", "bucket", "all"]
+    assert (table["crps_h"] > 0).all() and (table["jobs"] <= 200).all()
+    assert table.equals(bench_twin_runtimes(ls6, jobs=200, K=16))  # seeded
+    assert main(["bench", "twin-runtimes", str(ls6), "--jobs", "50", "-K", "8", "--pools", "all"]) == 0
+    assert "| all " in capsys.readouterr().out
+
+
 def test_the_live_side_twin_needs_a_trace_and_a_description(tmp_path):
     from mirage.live.provision import ProvisionError, load_twin
 

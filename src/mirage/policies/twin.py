@@ -7,12 +7,13 @@ predecessor's submit, start and limit. Never the true runtimes nor the future ar
 trace. It draws K futures of that view (:meth:`TwinPolicy.draw_future`) from what :meth:`fit`
 learned on the training window:
 
-- the runtime of a job given its limit and user (``runtime_pool="user"``, default): each user's
-  runtime/limit ratios (users with at least ``min_user_jobs`` jobs), else the ratios of every
-  job in the same limit bucket (<=1, <=6, <=24, >24 h), else of every job; ``"bucket"`` starts
-  at the limit bucket, ``"all"`` draws every job's ratio from the one pooled set; a running job's
-  ratio is drawn conditioned on
-  exceeding its elapsed time (inverse CDF over the ratios left), so the point mass at 1
+- the runtime of a job given its limit: its runtime/limit ratio drawn from the ratios of every
+  training job (``runtime_pool="all"``, default); ``"user"`` draws from the user's own ratios
+  (users with at least ``min_user_jobs`` jobs), else from the jobs of the same limit bucket
+  (<=1, <=6, <=24, >24 h), else from all; ``"bucket"`` starts at the limit bucket. On real ls6
+  the pooled set predicted March's remaining runtimes best (the users' own ratios of
+  November-February the worst: docs/results-ls6.md); a running job's ratio is drawn
+  conditioned on exceeding its elapsed time (inverse CDF over the ratios left), so the point mass at 1
   (jobs killed at their limit) is kept;
 - the arrivals over ``horizon_h`` hours: ``arrivals="weeks"`` (default) copies the jobs of a
   random training week submitted in the same hour-of-week span, shifted to now (a week-block
@@ -95,7 +96,7 @@ class TwinPolicy(Policy):
                  arrivals: str = "weeks", min_user_jobs: int = 20, gate_h: float | None = None,
                  sign_only: bool = True, early_stop: bool = True, cap_h: float = 48.0,
                  tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False,
-                 runtime_pool: str = "user"):
+                 runtime_pool: str = "all"):
         self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
                            arrivals=arrivals, min_user_jobs=min_user_jobs, runtime_pool=runtime_pool,
                            gate_h=gate_h,

@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 LS6_WINDOWS = {"train": ("2022-11-01", "2023-02-28"), "validation": ("2023-03-01", "2023-03-31")}
@@ -174,7 +175,76 @@ def _twin_params(text: str | None) -> dict:
     return params
 
 
+def crps(draws: np.ndarray, y: float) -> float:
+    """The continuous ranked probability score of the sample ``draws`` for the outcome ``y``
+    (the energy form: mean |X - y| - mean |X - X'| / 2; in the units of y, lower is better)."""
+    x = np.sort(np.asarray(draws, dtype=np.float64))
+    n = len(x)
+    # mean |X - X'| over all pairs, from the sorted sample: 2 sum_i (2i - n + 1) x_i / n^2
+    spread = 2.0 * float(np.sum((2 * np.arange(n) - n + 1) * x)) / (n * n)
+    return float(np.mean(np.abs(x - y))) - 0.5 * spread
+
+
+def bench_twin_runtimes(results, *, pools=("user", "bucket", "all"), jobs: int = 3000,
+                        K: int = 64, seed: int = 0) -> pd.DataFrame:
+    """How well the twin's runtime model predicts the validation window's runtimes, per
+    ``runtime_pool``: for ``jobs`` validation jobs (seeded sample) standing at a seeded random
+    point of their run, K draws of the remaining runtime from a twin fitted on the training
+    trace, scored by CRPS (hours; mean over jobs, and weighted by the jobs' nodes, since a
+    big job's end frees more of the cluster). One row per pool."""
+    from mirage.errors import MirageError
+    from mirage.policies.twin import TwinPolicy
+
+    trace = Path(results) / "trace"
+    for f in ("train.parquet", "validation.parquet"):
+        if not (trace / f).exists():
+            raise MirageError(f"{trace / f}: missing. Fix: pass results/<run>/<cluster> of a "
+                              "finished run (its trace split)")
+    train = pd.read_parquet(trace / "train.parquet")
+    val = pd.read_parquet(trace / "validation.parquet")
+    if "in_window" in val:
+        val = val[val["in_window"].astype(bool)]
+    val = val.dropna(subset=["start", "end", "time_limit_min", "nodes"])
+    if len(val) == 0:
+        raise MirageError(f"{trace / 'validation.parquet'}: no finished job in the window")
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(val), size=min(jobs, len(val)), replace=False))
+    v = val.iloc[pick]
+    limit = v["time_limit_min"].to_numpy(dtype=np.int64) * 60
+    run = np.clip((v["end"] - v["start"]).dt.total_seconds().to_numpy(dtype=np.int64), 1, limit)
+    elapsed = np.minimum((rng.random(len(v)) * run).astype(np.int64), run - 1)
+    users = v["user"].astype("string").fillna("?").to_numpy(dtype=object)
+    nodes = v["nodes"].to_numpy(dtype=np.float64)
+    rows = []
+    for pool in pools:
+        twin = TwinPolicy(runtime_pool=pool).fit(trace=train, seed=seed)
+        draw_rng = np.random.default_rng([seed, 1])
+        scores = np.empty(len(v))
+        for i in range(len(v)):
+            drawn = twin.draw_runtimes(draw_rng, [users[i]] * K, [limit[i]] * K, [elapsed[i]] * K)
+            scores[i] = crps((drawn - elapsed[i]) / 3600.0, (run[i] - elapsed[i]) / 3600.0)
+        rows.append({"runtime_pool": pool, "jobs": len(v), "K": K, "crps_h": scores.mean(),
+                     "crps_node_weighted_h": float(np.average(scores, weights=nodes))})
+    return pd.DataFrame(rows)
+
+
+def _bench_twin_runtimes(args) -> None:
+    table = bench_twin_runtimes(args.results, pools=args.pools, jobs=args.jobs, K=args.K,
+                                seed=args.seed)
+    print(table.round(3).to_markdown(index=False))
+
+
 def register_twin_bench(bsub) -> None:
+    r = bsub.add_parser("twin-runtimes", help="the twin's runtime model on the validation "
+                        "window's jobs: CRPS of the remaining runtime per runtime_pool")
+    r.add_argument("results", help="results/<run>/<cluster> of a finished run")
+    r.add_argument("--pools", nargs="+", default=["user", "bucket", "all"],
+                   choices=["user", "bucket", "all"])
+    r.add_argument("--jobs", type=int, default=3000, help="validation jobs scored (seeded sample)")
+    r.add_argument("-K", type=int, default=64, help="draws per job")
+    r.add_argument("--seed", type=int, default=0)
+    r.set_defaults(func=_bench_twin_runtimes)
+
     b = bsub.add_parser("twin", help="the twin policy on a run's validation samples, with the "
                         "ablations that give it the trace's runtimes and/or arrivals")
     b.add_argument("results", help="results/<run>/<cluster> of a finished run")

@@ -201,9 +201,18 @@ def loo_error(table: JobTable, d: ClusterDescription, jobs: np.ndarray,
     return loo_metrics(pred, table.start[jobs], table.submit[jobs])
 
 
+#: how candidates are compared: ``mae`` (the leave-one-out mean absolute error) or
+#: ``mae+median`` (the MAE and the median absolute error, each relative to the zero-wait
+#: predictor's on the same jobs, summed: a candidate must not buy its MAE with the median)
+CRITERIA = ("mae", "mae+median")
+
+
 def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs: int = LOO_JOBS,
-              seed: int = 0, rounds: int = 2, echo=print) -> tuple[ClusterDescription, dict]:
+              seed: int = 0, rounds: int = 2, criterion: str = "mae+median",
+              echo=print) -> tuple[ClusterDescription, dict]:
     """The fitted description of ``cluster`` and a report of every candidate's error."""
+    if criterion not in CRITERIA:
+        raise CalibrationError(f"criterion {criterion!r} unknown. Fix: use one of {CRITERIA}")
     t0, t1 = to_seconds(train_start), to_seconds(train_end)
     if t1 <= t0:
         raise CalibrationError(f"training window ends ({train_end}) before it starts "
@@ -219,6 +228,10 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
         best = k.apply(best, k.candidates[0])
     chosen = {k.name: k.candidates[0] for k in ks}
     best_err = loo_error(tab, best, jobs)
+    # the zero-wait predictor's errors on these jobs: each job's own wait
+    waits_h = (tab.start[jobs] - tab.submit[jobs]) / 3600.0
+    ref = (max(float(waits_h.mean()), 1 / 60), max(float(np.median(waits_h)), 1 / 60))
+    better = _better if criterion == "mae" else (lambda a, b: _better_sum(a, b, ref))
     trials: list[dict] = [{"round": 0, "knob": "start", "value": "Slurm defaults",
                            **_short(best_err)}]
     echo(f"calibrate {cluster} on {window}: {len(jobs)} leave-one-out jobs; start MAE "
@@ -241,10 +254,10 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                     continue
                 cand = k.apply(best, v)
                 # stopped once it cannot match the current error (1e-6 h: never a tie)
-                err = loo_error(tab, cand, jobs, above_h=best_err["loo_mae_h"] + 1e-6)
+                err = loo_error(tab, cand, jobs, above_h=_bound(best_err, criterion, ref))
                 trials.append({"round": rnd, "knob": k.name, "value": _str(v), **_short(err)})
                 scores[v] = err
-                if _better(err, best_err):
+                if "stopped_after" not in err and better(err, best_err):
                     best, best_err, chosen[k.name] = cand, err, v
             evidence[k.name] = (
                 f"fitted on {window} by leave-one-out MAE over {len(jobs)} jobs: "
@@ -259,7 +272,7 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     best = best.with_(sources=sources)
     report = {
         "cluster": cluster, "train_window": [str(to_timestamp(t0)), str(to_timestamp(t1))],
-        "loo_jobs": int(len(jobs)), "seed": seed, "seconds": round(time.perf_counter() - clock, 1),
+        "loo_jobs": int(len(jobs)), "seed": seed, "criterion": criterion, "seconds": round(time.perf_counter() - clock, 1),
         "chosen": {k: _str(v) for k, v in chosen.items()}, "train_loo": _short(best_err),
         "trials": trials,
     }
@@ -280,6 +293,23 @@ def _better(a: dict, b: dict) -> bool:
     if a["loo_mae_h"] < b["loo_mae_h"] * (1.0 - MIN_GAIN) - 1e-9:
         return True
     return abs(a["loo_mae_h"] - b["loo_mae_h"]) <= 1e-9 and a["loo_median_h"] < b["loo_median_h"] - 1e-6
+
+
+def _score(err: dict, ref: tuple[float, float]) -> float:
+    return err["loo_mae_h"] / ref[0] + err["loo_median_h"] / ref[1]
+
+
+def _better_sum(a: dict, b: dict, ref: tuple[float, float]) -> bool:
+    """The ``mae+median`` criterion: a lower sum of MAE and median, each relative to zero-wait's,
+    by at least MIN_GAIN of it."""
+    return _score(a, ref) < _score(b, ref) * (1.0 - MIN_GAIN) - 1e-9
+
+
+def _bound(best: dict, criterion: str, ref: tuple[float, float]) -> float:
+    """The MAE (h) past which a candidate cannot beat ``best`` whatever its median (>= 0)."""
+    if criterion == "mae":
+        return best["loo_mae_h"] + 1e-6
+    return ref[0] * _score(best, ref) + 1e-6
 
 
 def _mae(err: dict) -> str:

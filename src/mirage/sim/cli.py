@@ -173,7 +173,7 @@ def _calibrate(args) -> None:
 
     table = load_table(args.trace, args.cluster)
     fitted, report = calibrate(table, args.cluster, *args.train_window, loo_jobs=args.loo_jobs,
-                               seed=args.seed)
+                               seed=args.seed, criterion=args.criterion)
     write_description(fitted, args.out, header=(
         f"{args.cluster}: fitted by `mirage sim calibrate` from {args.trace}, training window "
         f"{args.train_window[0]} .. {args.train_window[1]} ({report['seconds']} s). Every value: "
@@ -248,6 +248,9 @@ def register(subparsers) -> None:
     k.add_argument("--report", help="JSON: every candidate's training error, the validation figures")
     k.add_argument("--loo-jobs", type=int, default=200, help="leave-one-out jobs per candidate")
     k.add_argument("--seed", type=int, default=0, help="seed of the leave-one-out sample")
+    k.add_argument("--criterion", choices=["mae", "mae+median"], default="mae+median",
+                   help="how candidates are compared: the leave-one-out MAE, or MAE and median "
+                        "each relative to zero-wait's, summed")
     k.set_defaults(func=_calibrate)
 
     y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
