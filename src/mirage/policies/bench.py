@@ -102,8 +102,8 @@ def _bench(args) -> None:
         raise MirageError(f"--params {args.params!r}: not a map of policy name to settings. "
                           "Fix: e.g. '{\"moe\": {\"epochs\": 1}}'")
     if args.train_samples is not None and args.train_samples < 1:
-        raise MirageError(f"--train-samples {args.train_samples}: must be at least 1. Fix: pass a positive "
-                          "count, or leave it out for every training sample")
+        raise MirageError(f"--train-samples {args.train_samples}: must be at least 1. Fix: pass "
+                          "a positive count, or leave it out for every training sample")
     table = bench_fit(args.samples, config, policies, args.chain_nodes, device=args.device,
                       out_dir=args.out_dir, budget_s=args.budget_s,
                       train_samples=args.train_samples, params=params)

@@ -13,8 +13,8 @@ learned on the training window:
   (<=1, <=6, <=24, >24 h), else from all; ``"bucket"`` starts at the limit bucket. On real ls6
   the pooled set predicted March's remaining runtimes best (the users' own ratios of
   November-February the worst: docs/results-ls6.md); a running job's ratio is drawn
-  conditioned on exceeding its elapsed time (inverse CDF over the ratios left), so the point mass at 1
-  (jobs killed at their limit) is kept;
+  conditioned on exceeding its elapsed time (inverse CDF over the ratios left), so the point
+  mass at 1 (jobs killed at their limit) is kept;
 - the arrivals over ``horizon_h`` hours: ``arrivals="weeks"`` (default) copies the jobs of a
   random training week submitted in the same hour-of-week span, shifted to now (a week-block
   bootstrap: bursts, the weekly cycle and the user mix come with it); ``"poisson"`` draws a
@@ -98,10 +98,10 @@ class TwinPolicy(Policy):
                  tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False,
                  runtime_pool: str = "all"):
         self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
-                           arrivals=arrivals, min_user_jobs=min_user_jobs, runtime_pool=runtime_pool,
-                           gate_h=gate_h,
-                           sign_only=sign_only, early_stop=early_stop, cap_h=cap_h,
-                           tolerance_s=tolerance_s, step_s=step_s, plan_veto=plan_veto)
+                           arrivals=arrivals, min_user_jobs=min_user_jobs,
+                           runtime_pool=runtime_pool, gate_h=gate_h, sign_only=sign_only,
+                           early_stop=early_stop, cap_h=cap_h, tolerance_s=tolerance_s,
+                           step_s=step_s, plan_veto=plan_veto)
 
     # ---- settings --------------------------------------------------------------------------
     @property
@@ -189,15 +189,17 @@ class TwinPolicy(Policy):
             offsets[key] = (pos, len(v))
             pos += len(v)
 
-        first = RUNTIME_POOLS.index(self.params["runtime_pool"])
-        names, counts = np.unique(users, return_counts=True)
-        for name, c in zip(names, counts):
-            if first <= 0 and c >= int(self.params["min_user_jobs"]):
-                add(("user", str(name)), ratio[users == name])
-        buckets = _bucket(limit)
-        for b in range(len(LIMIT_BUCKETS_H) + 1):
-            if first <= 1 and (buckets == b).any():
-                add(("bucket", b), ratio[buckets == b])
+        pool = self.params["runtime_pool"]  # the pools a draw may start at: this one and after
+        if pool == "user":
+            names, counts = np.unique(users, return_counts=True)
+            for name, c in zip(names, counts):
+                if c >= int(self.params["min_user_jobs"]):
+                    add(("user", str(name)), ratio[users == name])
+        if pool in ("user", "bucket"):
+            buckets = _bucket(limit)
+            for b in range(len(LIMIT_BUCKETS_H) + 1):
+                if (buckets == b).any():
+                    add(("bucket", b), ratio[buckets == b])
         add(("all",), ratio)
         self.ratio_pool_ = np.concatenate(parts)
         self.ratio_index_ = offsets

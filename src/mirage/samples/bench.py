@@ -89,6 +89,16 @@ def register_bench(bsub) -> None:
     b.set_defaults(func=_bench)
 
 
+def _need_run(*paths: Path) -> None:
+    """Refuse, naming the first missing one, unless every path of a finished run exists."""
+    from mirage.errors import MirageError
+
+    for f in paths:
+        if not f.exists():
+            raise MirageError(f"{f}: missing. Fix: pass results/<run>/<cluster> of a finished run "
+                              "(its trace split and samples)")
+
+
 def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, rules, K: int = 16,
                seed: int = 0, cluster_file=None, sample_ids=None, every: int = 1,
                c_I: float = 1.0, c_O: float = 0.5, plan_veto: bool = False,
@@ -109,10 +119,7 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
 
     root = Path(results)
     trace = root / "trace"
-    for f in (trace / "train.parquet", trace / "validation.parquet", root / mode / "samples"):
-        if not f.exists():
-            raise MirageError(f"{f}: missing. Fix: pass results/<run>/<cluster> of a finished run "
-                              "(its trace split and samples)")
+    _need_run(trace / "train.parquet", trace / "validation.parquet", root / mode / "samples")
     desc = cluster_for(cluster, mode, cluster_file)
     train = with_inferred_dependencies(pd.read_parquet(trace / "train.parquet"), desc)
     table = JobTable.from_frame(pd.read_parquet(trace / "validation.parquet"))
@@ -170,8 +177,8 @@ def _twin_params(text: str | None) -> dict:
                           "'{\"runtime_pool\": \"all\"}'") from None
     known = set(TwinPolicy().get_params())
     if not isinstance(params, dict) or set(params) - known:
-        raise MirageError(f"--params: {sorted(set(params) - known) if isinstance(params, dict) else params} "
-                          f"not twin settings. Fix: use some of {sorted(known)}")
+        what = sorted(set(params) - known) if isinstance(params, dict) else params
+        raise MirageError(f"--params: {what} not twin settings. Fix: use some of {sorted(known)}")
     return params
 
 
@@ -196,10 +203,7 @@ def bench_twin_runtimes(results, *, pools=("user", "bucket", "all"), jobs: int =
     from mirage.policies.twin import TwinPolicy
 
     trace = Path(results) / "trace"
-    for f in ("train.parquet", "validation.parquet"):
-        if not (trace / f).exists():
-            raise MirageError(f"{trace / f}: missing. Fix: pass results/<run>/<cluster> of a "
-                              "finished run (its trace split)")
+    _need_run(trace / "train.parquet", trace / "validation.parquet")
     train = pd.read_parquet(trace / "train.parquet")
     val = pd.read_parquet(trace / "validation.parquet")
     if "in_window" in val:
@@ -263,7 +267,7 @@ def register_twin_bench(bsub) -> None:
     b.add_argument("--plan-veto", action="store_true",
                    help="simulate only where the scheduler's plan (every job to its limit, nothing "
                         "arriving) says a submit now is not early, for every rule")
-    b.add_argument("--params", help="more twin settings as JSON, e.g. '{\"runtime_pool\": \"all\"}' "
-                   "(-K, --rule and --plan-veto take precedence)")
+    b.add_argument("--params", help="more twin settings as JSON, e.g. "
+                   "'{\"runtime_pool\": \"all\"}' (-K, --rule and --plan-veto take precedence)")
     b.add_argument("--out", help="write one row per sample and setting (CSV)")
     b.set_defaults(func=_bench_twin)

@@ -8,8 +8,9 @@ and are chosen among candidate values by the leave-one-out error on the training
 sampled job is removed and re-submitted at its submit time into a simulation warm-started from
 the trace, and the candidate whose predicted starts are closest to the recorded ones wins: by
 default the lowest sum of the mean and the median absolute error, each relative to the
-zero-wait predictor's on the same jobs (``criterion="mae+median"``; ``"mae"``: the mean alone). One value at a time, from Slurm's defaults, in two rounds (coordinate
-descent); every value written says where it came from.
+zero-wait predictor's on the same jobs (``criterion="mae+median"``; ``"mae"``: the mean alone).
+One value at a time, from Slurm's defaults, in two rounds (coordinate descent); every value
+written says where it came from.
 
 Only the training window is read: jobs submitted from its end on are not in the table the
 calibration simulates, so the validation window stays unseen (``mirage sim fidelity`` on it,
@@ -229,9 +230,9 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
         best = k.apply(best, k.candidates[0])
     chosen = {k.name: k.candidates[0] for k in ks}
     best_err = loo_error(tab, best, jobs)
-    # the zero-wait predictor's errors on these jobs: each job's own wait
-    waits_h = (tab.start[jobs] - tab.submit[jobs]) / 3600.0
-    ref = (max(float(waits_h.mean()), 1 / 60), max(float(np.median(waits_h)), 1 / 60))
+    # the zero-wait predictor's errors on these jobs (each starts at its submit)
+    zero = loo_metrics(tab.submit[jobs], tab.start[jobs], tab.submit[jobs])
+    ref = (max(zero["loo_mae_h"], 1 / 60), max(zero["loo_median_h"], 1 / 60))
     better = _better if criterion == "mae" else (lambda a, b: _better_sum(a, b, ref))
     trials: list[dict] = [{"round": 0, "knob": "start", "value": "Slurm defaults",
                            **_short(best_err)}]
@@ -274,7 +275,8 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     best = best.with_(sources=sources)
     report = {
         "cluster": cluster, "train_window": [str(to_timestamp(t0)), str(to_timestamp(t1))],
-        "loo_jobs": int(len(jobs)), "seed": seed, "criterion": criterion, "seconds": round(time.perf_counter() - clock, 1),
+        "loo_jobs": int(len(jobs)), "seed": seed, "criterion": criterion,
+        "seconds": round(time.perf_counter() - clock, 1),
         "chosen": {k: _str(v) for k, v in chosen.items()}, "train_loo": _short(best_err),
         "trials": trials,
     }
