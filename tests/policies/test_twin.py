@@ -692,3 +692,45 @@ def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
                  "--out", str(tmp_path / "o")]) == 2
     assert "tune_every / tune_blocks are twin_tuned's parameters" in capsys.readouterr().err
     assert not (tmp_path / "o").exists()
+
+
+def test_the_arrival_predictors_find_a_weekly_pattern_from_the_past_alone(tmp_path, capsys):
+    from mirage.cli import main
+    from mirage.errors import MirageError
+    from mirage.samples.bench import bench_twin_arrivals
+
+    # six weeks of one job an hour whose size follows the hour of the day: 8 nodes 09-17 h,
+    # 1 node otherwise; four weeks train, the last two validate (the week before is warm-up)
+    t0 = pd.Timestamp("2023-01-02")  # a Monday
+    submit = pd.date_range(t0, periods=24 * 7 * 6, freq="h") + pd.Timedelta(minutes=1)
+    hour = submit.hour.to_numpy()
+    jobs = pd.DataFrame({"job_id": [str(i) for i in range(len(submit))], "user": "u",
+                         "submit": submit, "start": submit + pd.Timedelta(minutes=1),
+                         "end": submit + pd.Timedelta(minutes=31), "time_limit_min": 60,
+                         "nodes": np.where((hour >= 9) & (hour < 17), 8, 1)})
+    split = t0 + pd.Timedelta(weeks=4)
+    trace = tmp_path / "run" / "trace"
+    trace.mkdir(parents=True)
+    jobs[jobs["submit"] < split].assign(in_window=True).to_parquet(trace / "train.parquet")
+    val = jobs[jobs["submit"] >= split - pd.Timedelta(weeks=1)]
+    val.assign(in_window=val["submit"] >= split).to_parquet(trace / "validation.parquet")
+
+    table = bench_twin_arrivals(tmp_path / "run", horizons_h=(6.0,))
+    row = table.set_index("predictor")
+    assert list(row.index) == ["hour_of_week", "last_week", "past", "queue", "training_mean"]
+    # the pattern repeats every week: the training week's mean and last week are exact
+    assert row.loc["hour_of_week", "mae_node_h"] == pytest.approx(0.0)
+    assert row.loc["last_week", "mae_node_h"] == pytest.approx(0.0)
+    assert row.loc["hour_of_week", "spearman"] == pytest.approx(1.0)
+    assert row.loc["training_mean", "mae_node_h"] > 5.0
+    assert np.isnan(row.loc["queue", "mae_node_h"])  # a signal, not an estimate
+    # a step every hour from the window's first hour while 6 h ahead stays before its last
+    # submit (the last hour's at 00:01 less a minute): 14 days of hours less 7, plus one
+    assert row.loc["past", "steps"] == 14 * 24 - 7 + 1
+    assert table.equals(bench_twin_arrivals(tmp_path / "run", horizons_h=(6.0,)))
+    assert main(["bench", "twin-arrivals", str(tmp_path / "run"), "--horizons", "6"]) == 0
+    assert "| hour_of_week" in capsys.readouterr().out
+    with pytest.raises(MirageError, match="Fix:"):
+        bench_twin_arrivals(tmp_path / "run", horizons_h=(24.0 * 30,))
+    with pytest.raises(MirageError, match="Fix:"):
+        bench_twin_arrivals(tmp_path / "none")

@@ -238,7 +238,108 @@ def _bench_twin_runtimes(args) -> None:
     print(table.round(3).to_markdown(index=False))
 
 
+#: what a user of the live cluster can know at time t of the jobs the next hours bring: the
+#: training window's mean for that hour of the week (the twin's week-block arrivals copy a
+#: training week at this offset, so this is their mean), the same hours a week earlier (sacct),
+#: the hours just before t (sacct), and the node-hours queued at t (squeue)
+ARRIVAL_PREDICTORS = ("hour_of_week", "last_week", "past", "queue")
+
+
+def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0) -> pd.DataFrame:
+    """How much of the next hours' arrivals can be foreseen from what is observable: at every
+    ``step_h`` of the validation window, the node-hours asked for (nodes x limit) by the jobs
+    submitted in (t, t + H], against each of ARRIVAL_PREDICTORS, which read only jobs submitted
+    up to t (and the training window). Per horizon and predictor: the Spearman correlation over
+    the steps and the mean absolute error in node-hours (``queue`` is a signal, not an estimate:
+    its MAE is left out); the training window's overall mean is the reference
+    (``training_mean``); ``spearman_with_rest``: the correlation with what the hour-of-week
+    mean leaves unexplained (truth minus it), i.e. what a predictor would add to the twin's
+    arrival model. Deterministic."""
+    from mirage.errors import MirageError
+    from mirage.policies.twin import WEEK_S, hour_of_week
+
+    trace = Path(results) / "trace"
+    _need_run(trace / "train.parquet", trace / "validation.parquet")
+    train = pd.read_parquet(trace / "train.parquet")
+    val = pd.read_parquet(trace / "validation.parquet")
+
+    def window(frame) -> tuple[int, int]:
+        inside = frame[frame["in_window"].astype(bool)] if "in_window" in frame else frame
+        sub = inside["submit"].dropna().to_numpy(dtype="datetime64[s]").astype(np.int64)
+        if len(sub) == 0:
+            raise MirageError(f"{trace}: a split without a job in its window. Fix: rerun the "
+                              "split of a trace that has jobs in both windows")
+        return int(sub.min()) // 3600 * 3600, int(sub.max())
+
+    (t_lo, t_hi), (v_lo, v_hi) = window(train), window(val)
+    jobs = pd.concat([train, val], ignore_index=True)
+    if "job_id" in jobs:
+        jobs = jobs.drop_duplicates("job_id")
+    jobs = jobs.dropna(subset=["submit", "nodes", "time_limit_min"])
+    submit = jobs["submit"].to_numpy(dtype="datetime64[s]").astype(np.int64)
+    start = jobs["start"].to_numpy(dtype="datetime64[s]")
+    start = np.where(np.isnat(start), np.iinfo(np.int64).max, start.astype(np.int64))
+    node_h = jobs["nodes"].to_numpy(dtype=np.float64) * jobs["time_limit_min"].to_numpy(
+        dtype=np.float64) / 60.0
+    order = np.argsort(submit, kind="stable")
+    submit, start, node_h = submit[order], start[order], node_h[order]
+    cum = np.concatenate([[0.0], np.cumsum(node_h)])
+
+    def asked(a, b):  # node-hours submitted in (a, b], vectorised over a, b
+        return cum[np.searchsorted(submit, b, side="right")] - cum[np.searchsorted(submit, a, side="right")]
+
+    step = int(round(step_h * 3600))
+    rows = []
+    for H_h in horizons_h:
+        H = int(round(float(H_h) * 3600))
+        t_train = np.arange(t_lo, t_hi - H + 1, step, dtype=np.int64)
+        t_val = np.arange(v_lo // 3600 * 3600, v_hi - H + 1, step, dtype=np.int64)
+        if len(t_train) == 0 or len(t_val) == 0:
+            raise MirageError(f"{trace}: a window shorter than the {H_h:g}-h horizon. Fix: pass "
+                              "shorter --horizons")
+        f_train = asked(t_train, t_train + H)
+        per_how = pd.Series(f_train).groupby(hour_of_week(t_train)).mean()
+        truth = asked(t_val, t_val + H)
+        upto = np.searchsorted(submit, t_val, side="right")  # the jobs submitted by t
+        queued = np.array([node_h[:n][start[:n] > t].sum() for t, n in zip(t_val, upto)])
+        pred = {
+            "hour_of_week": per_how.reindex(hour_of_week(t_val)).fillna(f_train.mean()).to_numpy(),
+            "last_week": asked(t_val - WEEK_S, t_val - WEEK_S + H),
+            "past": asked(t_val - H, t_val),
+            "queue": queued,
+            "training_mean": np.full(len(t_val), f_train.mean()),
+        }
+        def rank_corr(a, b) -> float:  # undefined (nan) where either side is constant
+            if np.ptp(a) == 0 or np.ptp(b) == 0:
+                return np.nan
+            return float(pd.Series(a).corr(pd.Series(b), method="spearman"))
+
+        left = truth - pred["hour_of_week"]  # what the twin's model does not foresee
+        for name, p in pred.items():
+            rho = rank_corr(p, truth)
+            rest = np.nan if name == "hour_of_week" else rank_corr(p, left)
+            rows.append({"horizon_h": float(H_h), "predictor": name, "steps": len(t_val),
+                         "spearman": rho, "spearman_with_rest": rest,
+                         "mae_node_h": (np.nan if name == "queue" else
+                                                         float(np.mean(np.abs(p - truth)))),
+                         "mean_asked_node_h": float(truth.mean())})
+    return pd.DataFrame(rows)
+
+
+def _bench_twin_arrivals(args) -> None:
+    table = bench_twin_arrivals(args.results, horizons_h=args.horizons, step_h=args.step_h)
+    print(table.round(3).to_markdown(index=False))
+
+
 def register_twin_bench(bsub) -> None:
+    a = bsub.add_parser("twin-arrivals", help="how much of the next hours' arrivals what a user "
+                        "observes foresees: correlation and error of each predictor on the "
+                        "validation window")
+    a.add_argument("results", help="results/<run>/<cluster> of a finished run")
+    a.add_argument("--horizons", type=float, nargs="+", default=[6.0, 24.0], help="hours ahead")
+    a.add_argument("--step-h", type=float, default=1.0, help="hours between the points scored")
+    a.set_defaults(func=_bench_twin_arrivals)
+
     r = bsub.add_parser("twin-runtimes", help="the twin's runtime model on the validation "
                         "window's jobs: CRPS of the remaining runtime per runtime_pool")
     r.add_argument("results", help="results/<run>/<cluster> of a finished run")
