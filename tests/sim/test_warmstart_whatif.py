@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -166,3 +168,39 @@ def test_pin_idle_waiters_starts_them_as_recorded():
     off = replay(tab, make_cluster(4), t0)
     assert [minutes(int(x)) for x in on] == [0, 100, 60]
     assert [minutes(int(x)) for x in off] == [0, 10, 60]
+
+
+def test_pin_idle_waiters_pins_only_jobs_that_waited_longer_than_the_grace():
+    # the same trace: job 1 starts 90 min after T0 although nodes were idle at T0; pinned when
+    # the grace is shorter than that, simulated (starts at T0) when it is longer
+    jobs = [
+        {"submit": 0, "run": 60, "nodes": 1},
+        {"submit": 5, "start": 100, "run": 10, "nodes": 1},
+        {"submit": 6, "start": 61, "run": 10, "nodes": 4},
+    ]
+    tab = make_table(jobs)
+    t0 = to_seconds(T0) + 600
+    pin = make_cluster(4).with_(pin_idle_waiters=True)
+    assert pin.pin_idle_grace_s == 600  # the default: 10 min
+    assert [minutes(int(x)) for x in replay(tab, pin.with_(pin_idle_grace_s=3600), t0)] == [0, 100, 60]
+    assert [minutes(int(x)) for x in replay(tab, pin.with_(pin_idle_grace_s=7200), t0)] == [0, 10, 60]
+
+
+def test_the_pin_grace_is_read_from_the_description_and_checked(tmp_path):
+    import yaml
+
+    from mirage.errors import ConfigError
+    from mirage.sim.cluster import load_cluster
+
+    hand = Path(__file__).resolve().parents[2] / "config" / "clusters" / "ls6.yaml"
+    doc = yaml.safe_load(hand.read_text())
+    assert load_cluster("ls6", hand).pin_idle_grace_s == 600  # absent: 10 min
+    doc["model"]["pin_idle_grace_s"] = {"value": 172800, "source": "test"}
+    path = tmp_path / "ls6.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    d = load_cluster("ls6", path)
+    assert d.pin_idle_grace_s == 172800 and d.sources["model.pin_idle_grace_s"] == "test"
+    doc["model"]["pin_idle_grace_s"]["value"] = -1
+    path.write_text(yaml.safe_dump(doc))
+    with pytest.raises(ConfigError, match="pin_idle_grace_s"):
+        load_cluster("ls6", path)

@@ -36,6 +36,14 @@ from .jobs import JobTable, to_seconds, to_timestamp
 #: leave-one-out jobs sampled from the training window per candidate (seeded)
 LOO_JOBS = 200
 
+#: the candidates for pinning idle waiters at a warm start: off, or pinned once they have
+#: waited this long (s) past it with idle nodes. A short grace pins every job that the trace
+#: kept waiting for minutes (most of them only queued behind a scheduler pass or a limit), a
+#: long one only the held ones, that would otherwise start at once in the simulation and
+#: take nodes the probe gets in the trace (real ls6: 48 h beat both off and 10 min on the
+#: unseen month's MAE and median, docs/sim.md)
+PIN_IDLE = {"off": None, "10 min": 600, "12 h": 43200, "24 h": 86400, "48 h": 172800}
+
 
 class CalibrationError(MirageError):
     """The trace cannot be calibrated (no jobs in the training window, a bad window)."""
@@ -155,7 +163,9 @@ def knobs(table: JobTable, caps: dict[str, tuple]) -> list[Knob]:
         out.append(Knob("priority.weight_trace", (0.0, 1.0),
                         lambda d, v: d.with_(priority={"weight_trace": v})))
     out += [
-        Knob("model.pin_idle_waiters", (False, True), lambda d, v: d.with_(pin_idle_waiters=v)),
+        Knob("model.pin_idle_waiters", tuple(PIN_IDLE),
+             lambda d, v: d.with_(pin_idle_waiters=PIN_IDLE[v] is not None,
+                                  pin_idle_grace_s=PIN_IDLE[v] or d.pin_idle_grace_s)),
         Knob("model.infer_holds", (False, True), lambda d, v: d.with_(infer_holds=v)),
         Knob("model.whatif_background", ("simulate", "pinned"),
              lambda d, v: d.with_(whatif_background=v)),
@@ -351,6 +361,8 @@ def _sources(d: ClusterDescription, chosen: dict, evidence: dict, window: str, t
     if "priority.weight_trace" not in evidence:
         src["priority.weight_trace"] = f"{read}: the trace records no priority, so 0"
     src.update(evidence)
+    if "model.pin_idle_waiters" in evidence:  # one knob sets both: off, or pinned after a grace
+        src["model.pin_idle_grace_s"] = evidence["model.pin_idle_waiters"]
     src["capacity_schedule"] = evidence.get("capacity", read) + " (schedules " + ", ".join(
         f"{name}: {len(s)} steps" for name, s in caps.items()) + ")"
     src.pop("capacity", None)
@@ -403,6 +415,7 @@ def write_description(d: ClusterDescription, path: str | Path, header: str = "")
             "infer_dependencies": leaf("model.infer_dependencies", bool(d.infer_dependencies)),
             "infer_holds": leaf("model.infer_holds", bool(d.infer_holds)),
             "pin_idle_waiters": leaf("model.pin_idle_waiters", bool(d.pin_idle_waiters)),
+            "pin_idle_grace_s": leaf("model.pin_idle_grace_s", int(d.pin_idle_grace_s)),
             "whatif_background": leaf("model.whatif_background", d.whatif_background),
         },
     }

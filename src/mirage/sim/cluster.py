@@ -82,9 +82,10 @@ class ClusterDescription:
     #: infer holds: a job stays out of the queue until the last time a job the model ranks no
     #: higher, at least as large and as long, started ahead of it (it cannot have been eligible)
     infer_holds: bool = False
-    #: at a warm start, a queued job that fitted the idle nodes but did not start within 10 min
-    #: is taken as not eligible and starts at its recorded start
+    #: at a warm start, a queued job that fitted the idle nodes but did not start within
+    #: ``pin_idle_grace_s`` is taken as not eligible and starts at its recorded start
     pin_idle_waiters: bool = False
+    pin_idle_grace_s: int = 600
     #: what-if background: "simulate" every trace job, or "pinned" to its recorded start
     whatif_background: str = "simulate"
     sources: dict = field(default_factory=dict, compare=False)
@@ -92,6 +93,9 @@ class ClusterDescription:
     def __post_init__(self):
         if self.nodes < 1:
             raise ConfigError(f"cluster description {self.cluster}: nodes must be >= 1. Fix: set nodes.value")
+        if self.pin_idle_grace_s < 0:
+            raise ConfigError(f"cluster description {self.cluster}: model.pin_idle_grace_s must be "
+                              ">= 0 (seconds). Fix: set model.pin_idle_grace_s.value")
         if self.backfill.mode not in BACKFILL_MODES:
             raise ConfigError(
                 f"cluster description {self.cluster}: backfill.mode {self.backfill.mode!r} unknown. "
@@ -243,6 +247,7 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         infer_dependencies=bool(_leaf(model, "infer_dependencies", where + ":model", model_src, False)),
         infer_holds=bool(_leaf(model, "infer_holds", where + ":model", model_src, False)),
         pin_idle_waiters=bool(_leaf(model, "pin_idle_waiters", where + ":model", model_src, False)),
+        pin_idle_grace_s=int(_leaf(model, "pin_idle_grace_s", where + ":model", model_src, 600)),
         whatif_background=str(_leaf(model, "whatif_background", where + ":model", model_src, "simulate")),
         sources={**sources, **{f"model.{k}": v for k, v in model_src.items()}},
     )

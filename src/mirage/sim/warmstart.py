@@ -52,7 +52,7 @@ def get_static(table: JobTable, cluster: ClusterDescription, user_max_jobs=None)
 
 def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
                   exclude=frozenset(), pin_idle_waiters: bool | None = None,
-                  grace_s: int = 600) -> SimState:
+                  grace_s: int | None = None) -> SimState:
     s = static
     tab = s.table
     exclude = frozenset(int(i) for i in exclude)
@@ -88,6 +88,8 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
     pins: list = []
     if pin_idle_waiters is None:
         pin_idle_waiters = s.cluster.pin_idle_waiters
+    if grace_s is None:
+        grace_s = s.cluster.pin_idle_grace_s
     if pin_idle_waiters and pending:
         # a job that was queued at T0 although it fitted the idle nodes and its user was under
         # its limit, and that still did not start soon after, was not eligible (held, an account
