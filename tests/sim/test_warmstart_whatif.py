@@ -154,16 +154,20 @@ def test_compat_reproduces_reference_behaviour():
     assert warm[tab.nodes == 40][0] == tab.start[tab.nodes == 40][0]
 
 
-def test_pin_idle_waiters_starts_them_as_recorded():
-    # at T0 = 10 min, job 1 is queued although 3 nodes are idle and starts at 100 in the trace:
-    # not eligible, so it starts at 100; job 2 (4 nodes, cannot fit at T0) is scheduled normally
+def _idle_waiter_trace():
+    """At T0 + 10 min, job 1 is queued although 3 of 4 nodes are idle and starts at 100 min in
+    the trace; job 2 (4 nodes) cannot fit then. The table and the warm start time."""
     jobs = [
         {"submit": 0, "run": 60, "nodes": 1},
         {"submit": 5, "start": 100, "run": 10, "nodes": 1},
         {"submit": 6, "start": 61, "run": 10, "nodes": 4},
     ]
-    tab = make_table(jobs)
-    t0 = to_seconds(T0) + 600
+    return make_table(jobs), to_seconds(T0) + 600
+
+
+def test_pin_idle_waiters_starts_them_as_recorded():
+    # job 1 was not eligible, so it starts at 100; job 2 is scheduled normally
+    tab, t0 = _idle_waiter_trace()
     on = replay(tab, make_cluster(4).with_(pin_idle_waiters=True), t0)
     off = replay(tab, make_cluster(4), t0)
     assert [minutes(int(x)) for x in on] == [0, 100, 60]
@@ -171,15 +175,9 @@ def test_pin_idle_waiters_starts_them_as_recorded():
 
 
 def test_pin_idle_waiters_pins_only_jobs_that_waited_longer_than_the_grace():
-    # the same trace: job 1 starts 90 min after T0 although nodes were idle at T0; pinned when
-    # the grace is shorter than that, simulated (starts at T0) when it is longer
-    jobs = [
-        {"submit": 0, "run": 60, "nodes": 1},
-        {"submit": 5, "start": 100, "run": 10, "nodes": 1},
-        {"submit": 6, "start": 61, "run": 10, "nodes": 4},
-    ]
-    tab = make_table(jobs)
-    t0 = to_seconds(T0) + 600
+    # job 1 starts 90 min after the warm start although nodes were idle then: pinned when the
+    # grace is shorter than that, simulated (starts at once) when it is longer
+    tab, t0 = _idle_waiter_trace()
     pin = make_cluster(4).with_(pin_idle_waiters=True)
     assert pin.pin_idle_grace_s == 600  # the default: 10 min
     assert [minutes(int(x)) for x in replay(tab, pin.with_(pin_idle_grace_s=3600), t0)] == [0, 100, 60]
