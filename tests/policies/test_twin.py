@@ -724,6 +724,9 @@ def test_the_arrival_predictors_find_a_weekly_pattern_from_the_past_alone(tmp_pa
     assert row.loc["hour_of_week", "spearman"] == pytest.approx(1.0)
     assert row.loc["training_mean", "mae_node_h"] > 5.0
     assert np.isnan(row.loc["queue", "mae_node_h"])  # a signal, not an estimate
+    # every job starts a minute after its submit: on the hour nothing is queued, a constant
+    # whose correlation is undefined
+    assert np.isnan(row.loc["queue", "spearman"])
     # a step every hour from the window's first hour while 6 h ahead stays before its last
     # submit (the last hour's at 00:01 less a minute): 14 days of hours less 7, plus one
     assert row.loc["past", "steps"] == 14 * 24 - 7 + 1

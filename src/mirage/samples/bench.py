@@ -277,12 +277,14 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
         jobs = jobs.drop_duplicates("job_id")
     jobs = jobs.dropna(subset=["submit", "nodes", "time_limit_min"])
     submit = jobs["submit"].to_numpy(dtype="datetime64[s]").astype(np.int64)
-    start = jobs["start"].to_numpy(dtype="datetime64[s]")
-    start = np.where(np.isnat(start), np.iinfo(np.int64).max, start.astype(np.int64))
+    # a job leaves the queue when it starts, or (cancelled while pending) when it ends
+    left_queue = jobs["start"].fillna(jobs["end"]).to_numpy(dtype="datetime64[s]")
+    left_queue = np.where(np.isnat(left_queue), np.iinfo(np.int64).max,
+                          left_queue.astype(np.int64))
     node_h = jobs["nodes"].to_numpy(dtype=np.float64) * jobs["time_limit_min"].to_numpy(
         dtype=np.float64) / 60.0
     order = np.argsort(submit, kind="stable")
-    submit, start, node_h = submit[order], start[order], node_h[order]
+    submit, left_queue, node_h = submit[order], left_queue[order], node_h[order]
     cum = np.concatenate([[0.0], np.cumsum(node_h)])
 
     def asked(a, b):  # node-hours submitted in (a, b], vectorised over a, b
@@ -301,7 +303,7 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
         per_how = pd.Series(f_train).groupby(hour_of_week(t_train)).mean()
         truth = asked(t_val, t_val + H)
         upto = np.searchsorted(submit, t_val, side="right")  # the jobs submitted by t
-        queued = np.array([node_h[:n][start[:n] > t].sum() for t, n in zip(t_val, upto)])
+        queued = np.array([node_h[:n][left_queue[:n] > t].sum() for t, n in zip(t_val, upto)])
         pred = {
             "hour_of_week": per_how.reindex(hour_of_week(t_val)).fillna(f_train.mean()).to_numpy(),
             "last_week": asked(t_val - WEEK_S, t_val - WEEK_S + H),
@@ -309,21 +311,23 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
             "queue": queued,
             "training_mean": np.full(len(t_val), f_train.mean()),
         }
-        def rank_corr(a, b) -> float:  # undefined (nan) where either side is constant
-            if np.ptp(a) == 0 or np.ptp(b) == 0:
-                return np.nan
-            return float(pd.Series(a).corr(pd.Series(b), method="spearman"))
-
-        left = truth - pred["hour_of_week"]  # what the twin's model does not foresee
+        rest = truth - pred["hour_of_week"]  # what the twin's model does not foresee
         for name, p in pred.items():
-            rho = rank_corr(p, truth)
-            rest = np.nan if name == "hour_of_week" else rank_corr(p, left)
             rows.append({"horizon_h": float(H_h), "predictor": name, "steps": len(t_val),
-                         "spearman": rho, "spearman_with_rest": rest,
-                         "mae_node_h": (np.nan if name == "queue" else
-                                                         float(np.mean(np.abs(p - truth)))),
+                         "spearman": _rank_corr(p, truth),
+                         "spearman_with_rest": (np.nan if name == "hour_of_week"
+                                                else _rank_corr(p, rest)),
+                         "mae_node_h": (np.nan if name == "queue"
+                                        else float(np.mean(np.abs(p - truth)))),
                          "mean_asked_node_h": float(truth.mean())})
     return pd.DataFrame(rows)
+
+
+def _rank_corr(a, b) -> float:
+    """Spearman's correlation; nan (undefined) where either side is constant."""
+    if np.ptp(a) == 0 or np.ptp(b) == 0:
+        return np.nan
+    return float(pd.Series(a).corr(pd.Series(b), method="spearman"))
 
 
 def _bench_twin_arrivals(args) -> None:
