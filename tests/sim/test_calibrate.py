@@ -79,6 +79,12 @@ def test_the_written_description_loads_back_the_same(fit_other, tmp_path):
     back = load_cluster("other", path)
     assert dataclasses.replace(back, sources={}) == dataclasses.replace(d, sources={})
     assert back.sources["user_limits.max_running_jobs"] == d.sources["user_limits.max_running_jobs"]
+    # the pin grace the fit may choose goes through the file too, with the pin knob's evidence
+    pinned = d.with_(pin_idle_waiters=True, pin_idle_grace_s=86400)
+    back = load_cluster("other", write_description(pinned, tmp_path / "pinned.yaml"))
+    assert (back.pin_idle_waiters, back.pin_idle_grace_s) == (True, 86400)
+    assert back.sources["model.pin_idle_grace_s"] == d.sources["model.pin_idle_waiters"]
+    assert "48 h" in d.sources["model.pin_idle_waiters"]  # every grace was a candidate
 
 
 def test_a_window_outside_the_trace_is_refused_with_the_fix(other_cluster):
