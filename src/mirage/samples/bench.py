@@ -312,7 +312,8 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
             "training_mean": np.full(len(t_val), f_train.mean()),
         }
         rest = truth - pred["hour_of_week"]  # what the twin's model does not foresee
-        for name, p in pred.items():
+        for name in (*ARRIVAL_PREDICTORS, "training_mean"):
+            p = pred[name]
             rows.append({"horizon_h": float(H_h), "predictor": name, "steps": len(t_val),
                          "spearman": _rank_corr(p, truth),
                          "spearman_with_rest": (np.nan if name == "hour_of_week"

@@ -19,6 +19,8 @@ from .jobs import to_seconds
 BACKFILL_MODES = ("easy", "conservative", "none")
 BACKGROUND_MODES = ("simulate", "pinned")
 WINDOW_ROUNDINGS = ("up", "slurm")
+#: the default wait (s) past a warm start after which an idle waiter is pinned (when pinned)
+PIN_IDLE_GRACE_S = 600
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ class ClusterDescription:
     #: at a warm start, a queued job that fitted the idle nodes but did not start within
     #: ``pin_idle_grace_s`` is taken as not eligible and starts at its recorded start
     pin_idle_waiters: bool = False
-    pin_idle_grace_s: int = 600
+    pin_idle_grace_s: int = PIN_IDLE_GRACE_S
     #: what-if background: "simulate" every trace job, or "pinned" to its recorded start
     whatif_background: str = "simulate"
     sources: dict = field(default_factory=dict, compare=False)
@@ -247,7 +249,8 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         infer_dependencies=bool(_leaf(model, "infer_dependencies", where + ":model", model_src, False)),
         infer_holds=bool(_leaf(model, "infer_holds", where + ":model", model_src, False)),
         pin_idle_waiters=bool(_leaf(model, "pin_idle_waiters", where + ":model", model_src, False)),
-        pin_idle_grace_s=int(_leaf(model, "pin_idle_grace_s", where + ":model", model_src, 600)),
+        pin_idle_grace_s=int(_leaf(model, "pin_idle_grace_s", where + ":model", model_src,
+                                     PIN_IDLE_GRACE_S)),
         whatif_background=str(_leaf(model, "whatif_background", where + ":model", model_src, "simulate")),
         sources={**sources, **{f"model.{k}": v for k, v in model_src.items()}},
     )

@@ -51,8 +51,7 @@ def get_static(table: JobTable, cluster: ClusterDescription, user_max_jobs=None)
 
 
 def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
-                  exclude=frozenset(), pin_idle_waiters: bool | None = None,
-                  grace_s: int | None = None) -> SimState:
+                  exclude=frozenset(), pin_idle_waiters: bool | None = None) -> SimState:
     s = static
     tab = s.table
     exclude = frozenset(int(i) for i in exclude)
@@ -88,8 +87,6 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
     pins: list = []
     if pin_idle_waiters is None:
         pin_idle_waiters = s.cluster.pin_idle_waiters
-    if grace_s is None:
-        grace_s = s.cluster.pin_idle_grace_s
     if pin_idle_waiters and pending:
         # a job that was queued at T0 although it fitted the idle nodes and its user was under
         # its limit, and that still did not start soon after, was not eligible (held, an account
@@ -99,7 +96,7 @@ def initial_state(static: _Static, t0: int, *, warm: bool, pinned: bool,
         for r in pending:
             i, n, u = r[2], r[3], r[6]
             if (n <= free and ujobs.get(u, 0) < s.user_max_jobs.get(u, s.max_jobs)
-                    and s.rstart[i] > t0 + grace_s):
+                    and s.rstart[i] > t0 + s.cluster.pin_idle_grace_s):
                 pins.append((s.rstart[i], i))
             else:
                 keep_pending.append(r)
