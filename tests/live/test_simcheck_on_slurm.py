@@ -10,6 +10,7 @@ below the zero-wait predictor's), and the benchmark's temporary QOS is gone afte
 
 from __future__ import annotations
 
+import datetime
 import json
 import subprocess
 import sys
@@ -84,6 +85,15 @@ def test_simulator_replays_real_slurm_job_by_job(slurm_cluster, tmp_path):
     assert desc["nodes"]["value"] == cpus
     assert desc["user_limits"]["max_running_jobs"]["value"] == 4
     assert desc["user_limits"]["max_nodes"]["value"] == 12
+    # priorities recomputed on PriorityCalcPeriod's ticks, which start with slurmctld
+    h, m, sec = (int(x) for x in config["PriorityCalcPeriod"].split(":"))
+    period = (h * 60 + m) * 60 + sec
+    boot = int(datetime.datetime.fromisoformat(config["BOOT_TIME"]).timestamp())  # local time
+    assert desc["priority"]["calc_period_s"]["value"] == period
+    assert desc["priority"]["calc_phase_s"]["value"] == boot % period
+    # one node: sched/backfill's planner on whole-node reservations
+    assert desc["backfill"]["planner"]["value"] == ("slurm" if desc["backfill"]["whole_node"]["value"]
+                                                    else "profile")
     assert all("source" in leaf for group in ("priority", "backfill", "user_limits")
                for leaf in desc[group].values())
 

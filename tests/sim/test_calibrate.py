@@ -85,6 +85,12 @@ def test_the_written_description_loads_back_the_same(fit_other, tmp_path):
     assert (back.pin_idle_waiters, back.pin_idle_grace_s) == (True, 86400)
     assert back.sources["model.pin_idle_grace_s"] == d.sources["model.pin_idle_waiters"]
     assert "48 h" in d.sources["model.pin_idle_waiters"]  # every grace was a candidate
+    # the settings of Slurm's own arithmetic (found against a real slurmctld) survive the file
+    slurm_like = d.with_(priority={"integer": True, "calc_period_s": 300, "calc_phase_s": 17},
+                         backfill={"aligned": True, "window_rounding": "slurm", "whole_node": True,
+                                   "planner": "slurm", "mode": "conservative"})
+    back = load_cluster("other", write_description(slurm_like, tmp_path / "slurm.yaml"))
+    assert (back.priority, back.backfill) == (slurm_like.priority, slurm_like.backfill)
 
 
 def test_a_window_outside_the_trace_is_refused_with_the_fix(other_cluster):

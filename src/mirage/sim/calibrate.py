@@ -397,6 +397,8 @@ def write_description(d: ClusterDescription, path: str | Path, header: str = "")
             "weight_trace": leaf("priority.weight_trace", float(d.priority.weight_trace)),
             "age_capped": leaf("priority.age_capped", bool(d.priority.age_capped)),
             "integer": leaf("priority.integer", bool(d.priority.integer)),
+            "calc_period_s": leaf("priority.calc_period_s", int(d.priority.calc_period_s)),
+            "calc_phase_s": leaf("priority.calc_phase_s", int(d.priority.calc_phase_s)),
         },
         "backfill": {
             "mode": leaf("backfill.mode", d.backfill.mode),
@@ -405,6 +407,10 @@ def write_description(d: ClusterDescription, path: str | Path, header: str = "")
             "bf_resolution": leaf("backfill.bf_resolution", int(d.backfill.resolution_s)),
             "bf_max_job_test": leaf("backfill.bf_max_job_test", int(d.backfill.max_job_test)),
             "bf_continue": leaf("backfill.bf_continue", bool(d.backfill.continue_)),
+            "aligned": leaf("backfill.aligned", bool(d.backfill.aligned)),
+            "window_rounding": leaf("backfill.window_rounding", d.backfill.window_rounding),
+            "whole_node": leaf("backfill.whole_node", bool(d.backfill.whole_node)),
+            "planner": leaf("backfill.planner", d.backfill.planner),
         },
         "user_limits": {
             "max_running_jobs": leaf("user_limits.max_running_jobs", d.max_jobs_per_user),

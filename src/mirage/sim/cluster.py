@@ -19,6 +19,7 @@ from .jobs import to_seconds
 BACKFILL_MODES = ("easy", "conservative", "none")
 BACKGROUND_MODES = ("simulate", "pinned")
 WINDOW_ROUNDINGS = ("up", "slurm")
+PLANNERS = ("profile", "slurm")
 #: the default wait (s) past a warm start after which an idle waiter is pinned (when pinned)
 PIN_IDLE_GRACE_S = 600
 
@@ -38,6 +39,13 @@ class Priority:
     #: jobs of equal priority go in job-id (submit) order; off: a real-valued priority whose age
     #: counts from the eligible time breaks every tie
     integer: bool = False
+    #: Slurm's PriorityCalcPeriod: pending jobs' priorities are recomputed on this period (the
+    #: decay thread's ticks), so a job's age is its age at the last tick, 0 if it entered the
+    #: queue after it; 0: ages are exact at every moment. Needs ``integer``
+    calc_period_s: int = 0
+    #: the ticks fall at this offset past an epoch multiple of ``calc_period_s``: the thread
+    #: starts with slurmctld (scontrol show config's BOOT_TIME) and ticks without drift
+    calc_phase_s: int = 0
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,13 @@ class Backfill:
     #: passes only on the wall-clock grid of ``interval_s`` (epoch multiples), as the backfill
     #: thread of slurmctld wakes; off: a pass as soon as ``interval_s`` has passed since the last
     aligned: bool = False
+    #: how a job that cannot start now is placed. "profile": the earliest window in which its
+    #: nodes stay free given the running jobs' limits and the reservations made before it;
+    #: "slurm": sched/backfill 22.05 on a partition of one node whose CPUs are the simulated
+    #: nodes (needs whole_node and window_rounding "slurm"): the start comes from a will-run
+    #: test on the running jobs alone, the reservations only decide from when it is tested
+    #: (Simulator._backfill_pass_node says how)
+    planner: str = "profile"
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,31 @@ class ClusterDescription:
             raise ConfigError(
                 f"cluster description {self.cluster}: backfill.window_rounding "
                 f"{self.backfill.window_rounding!r} unknown. Fix: use one of {WINDOW_ROUNDINGS}"
+            )
+        pr = self.priority
+        if pr.calc_period_s < 0 or (pr.calc_period_s > 0 and not 0 <= pr.calc_phase_s < pr.calc_period_s):
+            raise ConfigError(
+                f"cluster description {self.cluster}: priority.calc_period_s {pr.calc_period_s} / "
+                f"calc_phase_s {pr.calc_phase_s}: the period must be >= 0 and the phase within "
+                "[0, period). Fix: give PriorityCalcPeriod in seconds and the ticks' offset past an "
+                "epoch multiple of it")
+        if pr.calc_period_s > 0 and not pr.integer:
+            raise ConfigError(
+                f"cluster description {self.cluster}: priority.calc_period_s is modelled with Slurm's "
+                "integer priorities. Fix: set priority.integer to true, or calc_period_s to 0")
+        if self.backfill.planner not in PLANNERS:
+            raise ConfigError(
+                f"cluster description {self.cluster}: backfill.planner {self.backfill.planner!r} unknown. "
+                f"Fix: use one of {PLANNERS}"
+            )
+        if self.backfill.planner == "slurm" and not (self.backfill.whole_node
+                                                     and self.backfill.window_rounding == "slurm"
+                                                     and self.backfill.mode == "conservative"):
+            raise ConfigError(
+                f"cluster description {self.cluster}: backfill.planner 'slurm' models sched/backfill "
+                "on a partition of one node: conservative, whole-node reservations on Slurm's windows. "
+                "Fix: set backfill.mode to conservative, backfill.whole_node to true and "
+                "backfill.window_rounding to 'slurm', or use planner 'profile'"
             )
         if self.whatif_background not in BACKGROUND_MODES:
             raise ConfigError(
@@ -213,6 +253,8 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         weight_trace=float(_leaf(pr, "weight_trace", where + ":priority", prio_src, 0.0)),
         age_capped=bool(_leaf(pr, "age_capped", where + ":priority", prio_src, True)),
         integer=bool(_leaf(pr, "integer", where + ":priority", prio_src, False)),
+        calc_period_s=int(_leaf(pr, "calc_period_s", where + ":priority", prio_src, 0)),
+        calc_phase_s=int(_leaf(pr, "calc_phase_s", where + ":priority", prio_src, 0)),
     )
     bf = doc.get("backfill", {}) or {}
     bf_src: dict = {}
@@ -226,6 +268,7 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
         whole_node=bool(_leaf(bf, "whole_node", where + ":backfill", bf_src, False)),
         window_rounding=str(_leaf(bf, "window_rounding", where + ":backfill", bf_src, "up")),
         aligned=bool(_leaf(bf, "aligned", where + ":backfill", bf_src, False)),
+        planner=str(_leaf(bf, "planner", where + ":backfill", bf_src, "profile")),
     )
     lim = doc.get("user_limits", {}) or {}
     lim_src: dict = {}

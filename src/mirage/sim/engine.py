@@ -98,7 +98,10 @@ class _Static:
         self.bf_res = max(1, int(bf.resolution_s))
         self.bf_max_test = int(bf.max_job_test)
         self.bf_whole = bool(bf.whole_node)
+        self.bf_node = bf.planner == "slurm"
         self.integer = bool(cluster.priority.integer)
+        self.calc_period = int(cluster.priority.calc_period_s)
+        self.calc_phase = int(cluster.priority.calc_phase_s)
         self.bf_aligned = bool(bf.aligned) and self.bf_interval > 0
         # submit times for integer priorities' ties (the records carry the queue entry)
         self.submit_of = table.submit.tolist() if self.integer else None
@@ -485,15 +488,20 @@ class Simulator:
 
     def _ordered_integer(self) -> list:
         """Pending records as Slurm orders them: the priority truncated to an integer (age from
-        the eligible time, capped where ``age_capped``), ties by submit time and then job id."""
+        the eligible time, capped where ``age_capped``), ties by submit time and then job id.
+        With a ``calc_period``, ages are those at the last recalculation (0 after it)."""
         s = self.s
         now, m, rate, n_trace = self.now, s.max_age, s.age_rate, s.n
+        if s.calc_period:
+            now -= (now - s.calc_phase) % s.calc_period
         capped = s.age_capped
         sub, extra = s.submit_of, self.extra
         keyed = []
         for r in self.pending:
             age = now - r[R_SUBMIT]
-            if capped and age > m:
+            if age < 0:
+                age = 0
+            elif capped and age > m:
                 age = m
             jid = r[R_JID]
             keyed.append((-_floor(r[R_STATIC] + rate * age),
@@ -593,6 +601,9 @@ class Simulator:
         as Slurm plans with limits, not with the (unknown) real runtimes.
         """
         s = self.s
+        if s.bf_node:
+            self._backfill_pass_node()
+            return
         now = self.now
         res = s.bf_res
         horizon = now + s.bf_window
@@ -734,6 +745,126 @@ class Simulator:
         if started:
             self._remove(started)
 
+    def _backfill_pass_node(self) -> None:
+        """One backfill pass as sched/backfill 22.05 plans a partition of ONE node (``planner:
+        slurm``; the simulated "nodes" are its CPUs; plugins/sched/backfill/backfill.c and
+        select/cons_common's will-run test):
+
+        * the plan (node_space) holds whole-node reservations on the ``bf_resolution`` grid, from
+          the pass's start rounded down to its window's end;
+        * a tested job first looks at the window [start_res, start_res + limit] (start_res = now
+          at first): a reservation touching it makes the node unavailable, and the test retries
+          from the end of the first reservation after which the node is free again (later_start);
+        * where the node is available, the will-run test finds its start from the RUNNING jobs
+          only (CPU counts, limit-based ends, removed in batches on a 30 s barrier with a window
+          that doubles: the start is the last end of the batch that makes room); the plan's
+          reservations are not in that test;
+        * the job starts now if that start is now; otherwise its reservation is [start, start +
+          limit] with both ends rounded down, unless it overlaps a reservation already made
+          (then the test retries from that start).
+
+        So a job planned to start when a running job ends can take a reservation whose real
+        window runs into a later reservation, as long as the rounded windows do not overlap; the
+        profile planner (the default) finds the earliest window that fits everything."""
+        s = self.s
+        now = self.now
+        res = s.bf_res
+        b0 = now - now % res
+        wend = now + s.bf_window
+        wend -= wend % res
+        if wend <= b0:
+            wend = b0 + res
+        # slot k is [bt[k], bt[k + 1]); free[k]: the node is not reserved then
+        bt = [b0, wend]
+        free = [True]
+        started = []
+        tested = 0
+        order = self._ordered()
+        for r in order:
+            if tested >= s.bf_max_test:
+                break
+            n = r[R_NODES]
+            if self._blocked(r, n):
+                continue
+            tested += 1
+            lim = r[R_LIMIT]
+            start_res = now
+            while True:
+                end_time = (start_res if start_res > now else now) + lim
+                avail = True
+                later = 0
+                nsl = len(free)
+                for k in range(nsl):
+                    e = bt[k + 1]
+                    if later == 0 and e > start_res and k + 1 < nsl and free[k + 1] and not (avail and free[k]):
+                        later = e  # the node comes free again at the end of this slot
+                    if e <= start_res:
+                        continue
+                    if bt[k] <= end_time:
+                        avail = avail and free[k]
+                    else:
+                        break
+                if not avail:
+                    if later:
+                        start_res = later
+                        continue
+                    break  # never within the window: no reservation
+                st = self._will_run(n)
+                if st < start_res:
+                    st = start_res
+                if st <= now:
+                    self._start(r)
+                    started.append(r)
+                    break
+                if later and st > later:
+                    start_res = later
+                    continue
+                if st > now + s.bf_window:
+                    break
+                rs = st - st % res
+                re_ = st + lim
+                re_ -= re_ % res
+                if any(bt[k + 1] > rs and bt[k] < re_ and not free[k] for k in range(len(free))):
+                    start_res = st  # overlaps a reservation made before: try from there
+                    continue
+                _reserve_node(bt, free, max(rs, b0), max(re_, rs + res))
+                break
+        if self._track:
+            self._fol.read(order, len(order))
+        if started:
+            self._remove(started)
+
+    def _will_run(self, n: int) -> int:
+        """select/cons_common's will-run test for ``n`` CPUs on the one node: now if they are free,
+        else the running jobs (limit-based ends) are taken off in batches: the first end aligned up
+        to a 30 s barrier, every job ending within the window after it removed with it, the window
+        doubling after each batch; the start is the last end of the batch that makes room (INF if
+        none does)."""
+        now = self.now
+        fr = self.cap - self.used
+        if fr >= n:
+            return now
+        ends = sorted((exp, m) for _, _, m, _, exp in self.running)
+        window = 30
+        barrier = 0
+        i, nj = 0, len(ends)
+        while i < nj:
+            while True:
+                exp, m = ends[i]
+                if not barrier:
+                    barrier = exp + (window - exp % window)
+                last = exp
+                fr += m
+                i += 1
+                if i == nj or ends[i][0] > barrier + window:
+                    break
+            window *= 2
+            while i < nj and ends[i][0] > barrier + window:
+                window *= 2
+            if fr >= n:
+                return last if last > now else now + 1
+        return INF
+
     def _find_witness(self, order: list, q: int, times: list, frees: list, neg: list) -> int:
         """The position, from ``q`` on, of the first job in ``order`` that could start now (not
         held, and its nodes free now for its rounded limit), or -1. Each job found unable to
@@ -779,6 +910,25 @@ class Simulator:
         if wl < neg[wn]:
             neg[wn] = wl
         return False
+
+
+
+def _reserve_node(bt: list, free: list, a: int, b: int) -> None:
+    """Mark the plan's node reserved over [a, b) (both on the resolution grid), splitting the
+    slots at a and b; nothing past the plan's end."""
+    end = bt[-1]
+    if b > end:
+        b = end
+    if a >= b:
+        return
+    for t in (a, b):
+        k = bisect_left(bt, t)
+        if k < len(bt) and bt[k] == t:
+            continue
+        bt.insert(k, t)
+        free.insert(k - 1, free[k - 1])
+    for k in range(bisect_left(bt, a), bisect_left(bt, b)):
+        free[k] = False
 
 
 def _floor(x: float) -> int:
