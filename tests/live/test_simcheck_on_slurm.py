@@ -45,6 +45,32 @@ def test_analyze_refuses_a_directory_without_a_run(tmp_path):
         analyze(tmp_path)
 
 
+def _fake_run(d, starts, seed=0):
+    """The files `against_run` reads, for four jobs of one workload."""
+    d.mkdir()
+    jobs = [{"key": k, "kind": "probe" if k == 3 else "plain", "job_id": str(100 + k)} for k in range(4)]
+    (d / "manifest.json").write_text(json.dumps({"jobs": jobs}))
+    (d / "run.json").write_text(json.dumps({"spec": {"jobs": 4, "seed": seed}}))
+    (d / "cluster.yaml").write_text(yaml.safe_dump({"cluster": "live", "nodes": {"value": 16, "source": "t"},
+                                                    "backfill": {"bf_interval": {"value": 5, "source": "t"}}}))
+    pd.DataFrame({"key": range(4), "kind": [j["kind"] for j in jobs], "real_start_s": starts,
+                  "real_wait_s": [100, 100, 100, 100]}).to_csv(d / "per_job.csv", index=False)
+    return d
+
+
+def test_slurm_against_itself_matches_jobs_by_workload_key(tmp_path):
+    from mirage.live.simcheck import against_run
+
+    a = _fake_run(tmp_path / "a", [10, 20, 30, 40])
+    b = _fake_run(tmp_path / "b", [10, 23, 90, 40])  # job 1 three seconds later, job 2 a minute
+    rep = against_run(a, b)
+    assert rep["jobs"]["jobs"] == 4 and rep["jobs"]["within_interval"] == 0.75
+    assert rep["jobs"]["within_60s"] == 1.0 and rep["jobs"]["mae_s"] == (3 + 60) / 4
+    assert rep["probes"]["jobs"] == 1 and rep["probes"]["mae_s"] == 0
+    with pytest.raises(SimCheckError, match="different workloads"):
+        against_run(a, _fake_run(tmp_path / "c", [10, 20, 30, 40], seed=1))
+
+
 def test_busy_partition_is_refused(slurm_cluster, tmp_path):
     c = slurm_cluster
     held = c.sbatch("--hold", "-t", "1", "-o", "/dev/null", "--wrap", "true")

@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+#: the views' names in the distribution panel
+SHORT = {"sim_start_s": "replay", "whatif_start_s": "what-if probes", "resync_start_s": "from each submit",
+         "step_start_s": "the last minute", "again_start_s": "Slurm against itself"}
 
 
 def start_scatter(per_job: pd.DataFrame, interval_s: int):
@@ -21,7 +24,9 @@ def start_scatter(per_job: pd.DataFrame, interval_s: int):
     scheduling interval either side: every job in one replay from the first submit; the what-if
     probes (left out, inserted at their submit into a warm start from the recorded state); every
     job simulated from the recorded state at its submit; and from the recorded state 60 s before
-    its real start."""
+    its real start. With an ``again_start_s`` column (a second run of the same workload on
+    Slurm), that run's starts against the first's, and every view's error distribution beside
+    Slurm's own run-to-run difference."""
     from mirage.figures.style import styled
 
     return styled(_start_scatter)(per_job, interval_s)
@@ -34,7 +39,9 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
 
     if per_job.empty:
         return None
-    fig, axes = plt.subplots(2, 2, figsize=(DOUBLE_W, 5.6), layout="constrained")
+    again = "again_start_s" in per_job and per_job["again_start_s"].notna().any()
+    fig, axes = plt.subplots(2, 3 if again else 2, figsize=(DOUBLE_W * (1.4 if again else 1), 5.6),
+                             layout="constrained")
 
     def some(col):
         return per_job[per_job[col].notna()] if col in per_job else per_job[:0]
@@ -44,6 +51,9 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
               ("each job from the recorded state at its submit", "resync_start_s", some("resync_start_s")),
               ("the last minute: from the recorded state\n60 s before each job's start", "step_start_s",
                some("step_start_s"))]
+    if again:
+        panels.append(("Slurm against itself: the same workload\nrun again (y: the second run's start)",
+                       "again_start_s", some("again_start_s")))
     kinds = {"plain": "o", "held": "s", "begin": "^", "dep": "D", "probe": "*"}
     for ax, (title, col, d) in zip(axes.flat, panels):
         d = d[d[col] >= 0]
@@ -71,6 +81,21 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
         ax.set_xlabel("real start (min)")
         ax.set_ylabel("simulated start (min)")
         ax.legend(fontsize=6, loc="upper left", frameon=False)
+    if again:
+        # every view's |start difference| as a distribution, beside Slurm's own run to run
+        ax = axes.flat[5]
+        for title, col, d in panels:
+            d = d[d[col] >= 0]
+            err = np.sort(np.abs(d[col] - d["real_start_s"]).to_numpy()) + 1
+            ax.step(err, np.arange(1, len(err) + 1) / len(err), where="post", lw=1.0,
+                    color="black" if col == "again_start_s" else None,
+                    label=SHORT[col])
+        ax.axvline(interval_s + 1, color="0.6", lw=0.6, ls="--")
+        ax.set_xscale("log")
+        ax.set_xlabel("|start difference| + 1 (s)")
+        ax.set_ylabel("share of jobs")
+        ax.set_title("how far each view is from Slurm's start", fontsize=6.5)
+        ax.legend(fontsize=5.5, loc="lower right", frameon=False)
     return fig
 
 
@@ -90,6 +115,9 @@ def _bench(args) -> None:
                         user2=args.user2, qos=args.qos, qos_jobs=args.qos_jobs, qos_cpus=args.qos_cpus,
                         cluster_file=args.cluster_file)
     per_job = pd.read_csv(out / "per_job.csv")
+    if args.against:
+        other = pd.read_csv(Path(args.against) / "per_job.csv").set_index("key")["real_start_s"]
+        per_job["again_start_s"] = per_job["key"].map(other)
     fig = start_scatter(per_job, rep["jobs"].get("interval_s", 5))
     if fig is not None:
         png, _ = save(fig, out / "start_scatter")
@@ -102,6 +130,12 @@ def _bench(args) -> None:
         rows = ablation(out)
         (out / "ablation.json").write_text(json.dumps(rows, indent=1))
         print(format_ablation(rows))
+    if args.against:
+        from mirage.live.simcheck import against_run, format_against
+
+        ag = against_run(out, Path(args.against))
+        (out / "against.json").write_text(json.dumps(ag, indent=1))
+        print(format_against(ag))
     if args.json:
         print(json.dumps({k: rep[k] for k in ("jobs", "probes")}))
 
@@ -132,5 +166,9 @@ def register_bench(bench_subparsers) -> None:
     b.add_argument("--ablation", action="store_true",
                    help="also replay with the description as first derived and after each change the "
                    "comparison made (ablation.json)")
+    b.add_argument("--against", metavar="RUN",
+                   help="also compare this run's real starts with another run of the same workload "
+                   "(its --out directory): Slurm against itself, the floor under the replay's error "
+                   "(against.json)")
     b.add_argument("--json", action="store_true", help="also print the two metric blocks as JSON")
     b.set_defaults(func=_bench)

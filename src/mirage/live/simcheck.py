@@ -690,6 +690,48 @@ def analyze(out_dir: Path, cluster_file: str | Path | None = None) -> dict:
     return rep
 
 
+def against_run(out_dir: Path, other_dir: Path) -> dict:
+    """Slurm against itself: the real starts of this run against those of another run of the same
+    workload (same seed and settings) on the same cluster, job by job (matched by workload key,
+    each start from its own run's first submit). How far two runs of slurmctld drift apart is
+    the floor under any simulator's replay error on this workload."""
+    runs = []
+    for d in (Path(out_dir), Path(other_dir)):
+        files = [d / "manifest.json", d / "per_job.csv", d / "run.json", d / "cluster.yaml"]
+        missing = [str(f) for f in files if not f.is_file()]
+        if missing:
+            raise SimCheckError(f"{', '.join(missing)} missing. Fix: pass the --out directory of a finished "
+                                "`mirage bench slurm-sim` run")
+        man = json.loads((d / "manifest.json").read_text())
+        spec = json.loads((d / "run.json").read_text())["spec"]
+        jobs = [{k: v for k, v in j.items() if k != "job_id"} for j in man["jobs"]]
+        runs.append((spec, jobs, pd.read_csv(d / "per_job.csv").set_index("key")))
+    (spec_a, jobs_a, a), (spec_b, jobs_b, b) = runs
+    if spec_a != spec_b or jobs_a != jobs_b:
+        raise SimCheckError(f"{out_dir} and {other_dir} ran different workloads ({spec_a} / {spec_b}). Fix: "
+                            "compare two runs with the same --jobs, --seed and workload settings")
+    keys = a.index.intersection(b.index)
+    err = b.loc[keys, "real_start_s"] - a.loc[keys, "real_start_s"]
+    interval = int(load_cluster("live", Path(out_dir) / "cluster.yaml").backfill.interval_s)
+    out = {"other_run": str(other_dir), "jobs": metrics(err, a.loc[keys, "real_wait_s"], interval)}
+    probes = [k for k in keys if a.loc[k, "kind"] == "probe"]
+    out["probes"] = metrics(err[probes], a.loc[probes, "real_wait_s"], interval)
+    out["mean_shift_s"] = float(err.mean())
+    return out
+
+
+def format_against(rep: dict) -> str:
+    lines = [f"Slurm against itself (the same workload run again: {rep['other_run']}):"]
+    for k in ("jobs", "probes"):
+        m = rep[k]
+        lines.append(f"  {k} ({m['jobs']}): within one scheduling interval ({m['interval_s']} s) "
+                     f"{m['within_interval']:.3f}, within 60 s {m['within_60s']:.3f}, MAE {m['mae_s']:.1f} s = "
+                     f"{100 * m['mae_over_mean_wait']:.1f} % of the mean wait (median |difference| "
+                     f"{m['median_abs_s']:.1f} s)")
+    lines.append(f"  the other run's starts are {rep['mean_shift_s']:+.1f} s later on average")
+    return "\n".join(lines)
+
+
 #: the description as first derived (Slurm's settings read literally), then each change the
 #: comparison made, cumulatively: (label, YAML path, value)
 ABLATION = (
