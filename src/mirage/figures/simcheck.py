@@ -52,7 +52,7 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
               ("the last minute: from the recorded state\n60 s before each job's start", "step_start_s",
                some("step_start_s"))]
     if again:
-        panels.append(("Slurm against itself: the same workload\nrun again (y: the second run's start)",
+        panels.append(("Slurm against itself: the same workload\nrun again on the same cluster",
                        "again_start_s", some("again_start_s")))
     kinds = {"plain": "o", "held": "s", "begin": "^", "dep": "D", "probe": "*"}
     for ax, (title, col, d) in zip(axes.flat, panels):
@@ -79,7 +79,7 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
         ax.set_xlim(lo, hi)
         ax.set_ylim(lo, hi)
         ax.set_xlabel("real start (min)")
-        ax.set_ylabel("simulated start (min)")
+        ax.set_ylabel("the other run's start (min)" if col == "again_start_s" else "simulated start (min)")
         ax.legend(fontsize=6, loc="upper left", frameon=False)
     if again:
         # every view's |start difference| as a distribution, beside Slurm's own run to run
