@@ -74,9 +74,9 @@ class Backfill:
     #: how a job that cannot start now is placed. "profile": the earliest window in which its
     #: nodes stay free given the running jobs' limits and the reservations made before it;
     #: "slurm": sched/backfill 22.05 on a partition of one node whose CPUs are the simulated
-    #: nodes (needs whole_node and window_rounding "slurm"): the start comes from a will-run
-    #: test on the running jobs alone, the reservations only decide from when it is tested
-    #: (Simulator._backfill_pass_node says how)
+    #: nodes (needs conservative mode, whole_node and window_rounding "slurm"): the start comes
+    #: from a will-run test on the running jobs alone, the reservations only decide from when it
+    #: is tested (Simulator._backfill_pass_node says how)
     planner: str = "profile"
 
 

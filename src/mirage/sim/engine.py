@@ -912,7 +912,6 @@ class Simulator:
         return False
 
 
-
 def _reserve_node(bt: list, free: list, a: int, b: int) -> None:
     """Mark the plan's node reserved over [a, b) (both on the resolution grid), splitting the
     slots at a and b; nothing past the plan's end."""
