@@ -58,6 +58,20 @@ def test_inferences_on_a_small_trace():
     assert cap[0][1] == 0 and max(n for _, n in cap) == 3
 
 
+def test_capacity_weeks_are_counted_back_from_the_end_of_what_is_read():
+    # 2 nodes busy on day 0, 10 on day 3, 4 on day 8; the training window ends at day 9.5
+    day = 24 * 60
+    tab = make_table([{"submit": 0, "run": 60, "nodes": 2}, {"submit": 3 * day, "run": 60, "nodes": 10},
+                      {"submit": 8 * day, "run": 60, "nodes": 4}])
+    until = int(tab.submit[0]) + int(9.5 * day) * 60
+    # weeks from the first start: the last one (days 7-14) holds 2.5 days before the end
+    assert [n for _, n in infer_capacity(tab)] == [0, 10, 4]
+    # counted back from the end: the last week is days 2.5-9.5, a whole week, and holds day 3's 10
+    cap = infer_capacity(tab, until=until)
+    assert [n for _, n in cap] == [0, 2, 10]
+    assert cap[1][0] == int(tab.start.min()) and cap[2][0] == until - 7 * day * 60
+
+
 def test_metrics():
     sub = np.array([0, 0, 0, 0])
     real = np.array([0, 3600, 7200, 36000])

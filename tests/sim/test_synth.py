@@ -9,7 +9,7 @@ import pytest
 from mirage.traces.summary import compare_summaries, trace_summary
 from mirage.traces.schema import COLUMNS
 from mirage.sim.synth import schedule, synthesize
-from mirage.traces.synth import Demand
+from mirage.traces.synth import DEFAULT_SCHEDULER, Demand
 from mirage.traces.synth import CALIBRATION
 from paths import LS6
 
@@ -155,16 +155,17 @@ def test_the_workflow_passes_the_configs_overrides_to_the_generator(tmp_path):
     assert """--params-json '{"user_running_limit": 2}'""" in res.stdout
 
 
-def _demand(jobs, capacity=4, user_limit=8):
+def _demand(jobs, capacity=4, user_limit=8, priority=None, scheduler=None):
     """A hand-made demand: ``jobs`` = (submit s, user, nodes, limit min, runtime s, after)."""
     cols = list(zip(*jobs))
     arr = {k: np.asarray(v, dtype=np.int64) for k, v in zip(
         ("submit", "user", "nodes", "limit_min", "runtime", "after"), cols)}
     n = len(jobs)
-    arr.update(batch=np.arange(n), priority=np.full(n, 1000))
+    arr.update(batch=np.arange(n), priority=np.asarray(priority or [1000] * n))
+    extra = {"scheduler": {**DEFAULT_SCHEDULER, **scheduler}} if scheduler else {}
     return Demand(cluster="ls6", origin=pd.Timestamp("2023-01-01"), warm=0, jobs=arr,
                   capacity=((0, capacity),), user_running_limit=user_limit, backfill_depth=200,
-                  first_job_id=1)
+                  first_job_id=1, **extra)
 
 
 def test_the_simulator_schedules_the_demand_fifo_with_easy_backfill():
@@ -174,6 +175,36 @@ def test_the_simulator_schedules_the_demand_fifo_with_easy_backfill():
     d = _demand([(0, 0, 3, 60, 3600, -1), (10, 1, 4, 60, 1800, -1),
                  (20, 2, 1, 30, 600, -1), (30, 3, 1, 120, 600, -1)])
     assert schedule(d).tolist() == [0, 3600, 20, 5400]
+
+
+def test_another_scheduler_orders_by_the_recorded_priority_and_plans_every_job():
+    # 4 nodes, job 0 holds them all for an hour; jobs 1 and 2 (4 nodes each) wait behind it,
+    # job 2 submitted later with a higher recorded priority; job 3 (1 node, 2 h) comes last.
+    jobs = [(0, 0, 4, 60, 3600, -1), (10, 1, 4, 60, 1800, -1), (20, 2, 4, 60, 1800, -1),
+            (30, 3, 1, 120, 600, -1)]
+    prio = [1000, 1000, 5000, 1000]
+    # FIFO (the default): job 1 first, whatever the priorities say
+    assert schedule(_demand(jobs, priority=prio)).tolist() == [0, 3600, 5400, 7200]
+    # multifactor with the recorded priority: job 2 overtakes job 1 (an age weight of 1000
+    # over 7 days moves priorities by ~0.03 in 20 s); integer priority, conservative backfill
+    # on a 30-s interval and 60-s resolution; the main scheduler starts each at an end
+    multi = {"backfill_mode": "conservative", "bf_interval_s": 30, "bf_resolution_s": 60,
+             "weight_age": 1000, "max_age_days": 7, "weight_trace": 1.0, "integer": True}
+    assert schedule(_demand(jobs, priority=prio, scheduler=multi)).tolist() == [0, 5400, 3600, 7200]
+    with pytest.raises(ValueError, match="backfill_mode"):
+        schedule(_demand(jobs, scheduler={"backfill_mode": "fifo"}))
+    with pytest.raises(ValueError, match=r"'scheduler\.weight_sise'"):
+        synthesize("ls6", "2022-12-20", 1, seed=1, params={"scheduler": {"weight_sise": 3}})
+
+
+def test_the_default_scheduler_section_changes_nothing():
+    params = {"initial_capacity": 20, "capacity_changes": [], "jobs_per_day": 40.0}
+    plain = synthesize("ls6", "2023-01-01", 6, seed=2, params=params)
+    same = synthesize("ls6", "2023-01-01", 6, seed=2, params={**params, "scheduler": dict(DEFAULT_SCHEDULER)})
+    assert plain.equals(same)
+    other = synthesize("ls6", "2023-01-01", 6, seed=2,
+                       params={**params, "scheduler": {"weight_trace": 1.0, "max_age_days": 7}})
+    assert not plain["start"].equals(other["start"])
 
 
 def test_held_jobs_are_skipped_not_blocking():

@@ -85,9 +85,10 @@ def capacity_candidates(table: JobTable, until: int) -> dict[str, tuple]:
     """Capacity schedules read off the trace: weekly peaks of busy nodes (follows drains), their
     running maximum (never lower), and the overall peak from the first start. Only changes
     before ``until`` (the training window's end) count: after it the jobs of the window drain
-    and nothing new arrives, which says nothing about the capacity; the last value holds on."""
-    weekly = tuple(c for c in infer_capacity(table) if c[0] < until)
-    growing = tuple(c for c in infer_capacity(table, monotone=True) if c[0] < until)
+    and nothing new arrives, which says nothing about the capacity; the weeks are counted back
+    from ``until``, so the last one is a whole week of arrivals; the last value holds on."""
+    weekly = tuple(infer_capacity(table, until=until))
+    growing = tuple(infer_capacity(table, monotone=True, until=until))
     _, busy = busy_nodes(table)
     peak = int(busy.max()) if len(busy) else 1
     constant = ((int(table.submit.min()) - 1, 0), (int(table.start.min()), peak))

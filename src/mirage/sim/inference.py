@@ -21,28 +21,36 @@ def busy_nodes(table: JobTable) -> tuple[np.ndarray, np.ndarray]:
 
 
 def infer_capacity(table: JobTable, period_s: int = 7 * 86400,
-                   monotone: bool = False) -> list[tuple[int, int]]:
+                   monotone: bool = False, until: int | None = None) -> list[tuple[int, int]]:
     """A capacity schedule from concurrent usage: 0 before the first recorded start (the
     partition is not open), then, per period from the first start, the peak of concurrent busy
     nodes in that period.
 
     A peak is a lower bound on what was usable; taking it per period (not over the whole trace)
     follows nodes that were down or drained for a while, which a site's "84 nodes" does not.
-    ``monotone``: never lower capacity (a running maximum) instead.
+    ``monotone``: never lower capacity (a running maximum) instead. ``until``: only the busy
+    nodes before it count, and the periods are counted back from it (the last one ends there):
+    a training window's jobs drain after its end and nothing new arrives, so a period running
+    past it, or cut short by it, would read the drain as a drop in capacity.
     """
     if len(table) == 0:
         return []
     t, busy = busy_nodes(table)
     first = int(table.start.min())
+    end = int(t.max()) + 1
+    a0 = first
+    if until is not None:
+        end = max(int(until), first + 1)
+        a0 = end - -(-(end - first) // period_s) * period_s
     out: list[tuple[int, int]] = [(int(table.submit.min()) - 1, 0)]
     best = 0
-    for a in range(first, int(t.max()) + 1, period_s):
-        lo, hi = np.searchsorted(t, [a, a + period_s], side="left")
+    for a in range(a0, end, period_s):
+        lo, hi = np.searchsorted(t, [a, min(a + period_s, end)], side="left")
         k0 = max(lo - 1, 0)
         peak = int(busy[k0:hi].max()) if hi > k0 else 0
         best = max(best, peak) if monotone else peak
         if out[-1][1] != best:
-            out.append((a, best))
+            out.append((max(a, first), best))
     return out
 
 

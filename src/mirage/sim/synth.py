@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.traces.synth import Demand, draw_demand
+from mirage.traces.synth import DEFAULT_SCHEDULER, Demand, draw_demand
 
 from .cluster import Backfill, ClusterDescription, Priority
 from .engine import INF
@@ -33,16 +33,32 @@ WINDOW_MIN = 7 * 24 * 60
 
 
 def scheduler_for(demand: Demand) -> ClusterDescription:
-    """The simulator's setting that schedules ``demand`` (times in seconds since its origin)."""
-    src = "mirage.sim.synth: the synthetic generator's scheduler (FIFO + EASY, per-user limit)"
+    """The simulator's setting that schedules ``demand`` (times in seconds since its origin):
+    the calibration's ``scheduler`` section, by default FIFO and EASY backfill after every
+    event."""
+    s = {**DEFAULT_SCHEDULER, **demand.scheduler}
+    unknown = set(s) - set(DEFAULT_SCHEDULER)
+    if unknown:
+        raise ValueError(f"unknown synthetic scheduler settings {sorted(unknown)}; known: "
+                         f"{sorted(DEFAULT_SCHEDULER)}. Fix: correct scheduler in the synthetic params")
+    if s["backfill_mode"] not in ("easy", "conservative"):
+        raise ValueError(f"synthetic scheduler backfill_mode {s['backfill_mode']!r}: easy or "
+                         "conservative. Fix: correct scheduler.backfill_mode in the synthetic params")
+    fifo = not s["max_age_days"]
+    src = ("mirage.sim.synth: the synthetic generator's scheduler ("
+           + ("FIFO" if fifo else "multifactor priority") + f" + {s['backfill_mode']} backfill, "
+           "per-user limit)")
     caps = demand.capacity
     return ClusterDescription(
         cluster=demand.cluster,
         nodes=int(caps[0][1]),
         capacity=tuple((int(t), int(c)) for t, c in caps),
-        priority=Priority(weight_age=1.0, max_age_s=1, weight_size=0.0, weight_trace=0.0,
-                          age_capped=False),
-        backfill=Backfill(mode="easy", interval_s=0, window_min=WINDOW_MIN, resolution_s=1,
+        priority=Priority(weight_age=float(s["weight_age"]),
+                          max_age_s=1 if fifo else int(round(float(s["max_age_days"]) * 86400)),
+                          weight_size=float(s["weight_size"]), weight_trace=float(s["weight_trace"]),
+                          age_capped=not fifo, integer=bool(s["integer"])),
+        backfill=Backfill(mode=s["backfill_mode"], interval_s=int(s["bf_interval_s"]),
+                          window_min=WINDOW_MIN, resolution_s=int(s["bf_resolution_s"]),
                           max_job_test=int(demand.backfill_depth)),
         max_jobs_per_user=int(demand.user_running_limit),
         max_nodes_per_user=None,
@@ -69,7 +85,8 @@ def demand_table(demand: Demand) -> JobTable:
         run=np.asarray(j["runtime"], dtype=np.int64),
         nodes=np.asarray(j["nodes"], dtype=np.int64),
         user=user,
-        tprio=np.zeros(n),
+        # the recorded priority, which a scheduler with weight_trace > 0 weighs in
+        tprio=np.asarray(j["priority"], dtype=np.float64),
         dep=np.asarray(j["after"], dtype=np.int64),  # -1 (NO_DEP) where none
         users=tuple(str(u) for u in range(int(user.max()) + 1 if n else 0)),
     )

@@ -21,7 +21,7 @@ override any of them (e.g. from a YAML file) without copying the rest.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,11 @@ HOUR = 3_600
 # CC BY 4.0), main period = jobs submitted 2022-11-01 .. 2023-03-31 (151 days, 24,715 jobs),
 # unless a line says otherwise.
 # ---------------------------------------------------------------------------------------------
+
+#: the generator's scheduler unless a calibration says otherwise: a plain Slurm (see "scheduler")
+DEFAULT_SCHEDULER: dict[str, Any] = {
+    "backfill_mode": "easy", "bf_interval_s": 0, "bf_resolution_s": 1, "weight_age": 1.0,
+    "max_age_days": 0, "weight_size": 0.0, "weight_trace": 0.0, "integer": False}
 
 _LS6: dict[str, Any] = {
     # TACC docs: 84 A100 nodes; the trace never has more than 80 busy, and at most 32 until
@@ -109,6 +114,14 @@ _LS6: dict[str, Any] = {
     "warmup_days": 4.0,
     # Jobs the backfill pass examines per scheduling cycle (Slurm's bf_max_job_test idea).
     "backfill_depth": 200,
+    # How the generator's scheduler (mirage.sim.synth) orders and backfills the demand. The
+    # default is a plain Slurm: first in, first out (age only, never capped) and EASY backfill
+    # after every event at 1-s resolution. Other settings make test traces whose scheduler the
+    # fit of `mirage sim calibrate` has to find: multifactor priority (an age weight reaching its
+    # full value after max_age_days, a size weight, the recorded priority column times
+    # weight_trace, Slurm's integer priority), conservative backfill on an interval and a
+    # resolution. max_age_days 0: the FIFO order (the age in seconds, uncapped).
+    "scheduler": dict(DEFAULT_SCHEDULER),
     "first_job_id": 1_000_001,
 }
 
@@ -188,6 +201,8 @@ class Demand:
     #: jobs a backfill pass examines (Slurm's bf_max_job_test)
     backfill_depth: int
     first_job_id: int
+    #: the calibration's ``scheduler`` section: how mirage.sim.synth schedules the demand
+    scheduler: dict = field(default_factory=lambda: dict(DEFAULT_SCHEDULER))
 
     def __len__(self) -> int:
         return len(self.jobs["submit"])
@@ -230,7 +245,8 @@ def draw_demand(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
                   capacity=tuple(zip(cap_t, cap_v)),
                   user_running_limit=int(p["user_running_limit"]),
                   backfill_depth=int(p["backfill_depth"]),
-                  first_job_id=int(p["first_job_id"]))
+                  first_job_id=int(p["first_job_id"]),
+                  scheduler=dict(p["scheduler"]))
 
 
 def _drop_warmup_finished(jobs: dict[str, np.ndarray], warm: int) -> dict[str, np.ndarray]:
