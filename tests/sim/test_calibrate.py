@@ -75,6 +75,15 @@ def test_the_fit_finds_a_multifactor_scheduler_with_conservative_backfill():
     assert p["fitted"]["loo_median_h"] <= min(p["compat"]["loo_median_h"], p["zero_wait"]["loo_median_h"])
 
 
+def test_the_replay_criterion_scores_every_finished_candidate_by_its_replay_too(other_cluster):
+    d, rep = calibrate(other_cluster, "other", *TRAIN, loo_jobs=40, seed=0, rounds=1,
+                       criterion="mae+median+replay", echo=lambda *_: None)
+    finished = [t for t in rep["trials"] if "stopped_after" not in t]
+    assert finished and all(0 <= t["replay_mape"] for t in finished)
+    assert rep["train_loo"]["replay_mape"] >= 0 and rep["criterion"] == "mae+median+replay"
+    assert "replay MAPE" in d.sources["backfill.mode"]
+
+
 def test_nothing_after_the_training_window_is_read(other_cluster, fit_other):
     # plant a different future: every job submitted after the window twice as long and on
     # more nodes; the fit must not change
@@ -133,7 +142,6 @@ def test_the_command_writes_the_description_and_the_report(tmp_path):
     assert rep["trials"] and rep["chosen"]["backfill.mode"] in ("easy", "conservative")
 
 
-@pytest.mark.real_trace
 def test_the_criterion_weighs_the_median_beside_the_mae():
     # zero-wait's errors on the jobs: MAE 6 h, median 0.15 h. A candidate 0.5 % worse on MAE
     # with half the median wins under mae+median, never under mae; a candidate whose MAE alone
@@ -147,11 +155,20 @@ def test_the_criterion_weighs_the_median_beside_the_mae():
     assert not _better_sum({"loo_mae_h": bound, "loo_median_h": 0.0}, cur, ref)
     assert _better_sum({"loo_mae_h": bound * 0.95, "loo_median_h": 0.0}, cur, ref)
     assert _bound(cur, "mae", ref) == pytest.approx(4.0)
+    # +replay: the training window's replay MAPE is a third term; a candidate that wins the
+    # leave-one-out sum by running the replayed queue far off loses, and the bound still holds
+    # (the replay term is >= 0)
+    assert not _better_sum({**cand, "replay_mape": 1.5}, {**cur, "replay_mape": 0.3}, ref)
+    assert _better_sum({**cand, "replay_mape": 0.3}, {**cur, "replay_mape": 0.3}, ref)
+    rcur = {**cur, "replay_mape": 0.3}
+    assert not _better_sum({"loo_mae_h": _bound(rcur, "mae+median+replay", ref), "loo_median_h": 0.0,
+                            "replay_mape": 0.0}, rcur, ref)
     with pytest.raises(CalibrationError, match="criterion"):
         calibrate(JobTable.from_frame(synthesize("ls6", start="2023-01-01", days=3, seed=1)), "x",
                   "2023-01-01", "2023-01-02", criterion="rmse", echo=lambda *_: None)
 
 
+@pytest.mark.real_trace
 def test_on_real_ls6_the_fit_beats_compat_and_zero_wait_on_the_unseen_month(ls6_path):
     from mirage.sim.io import load_table
 

@@ -248,9 +248,11 @@ def register(subparsers) -> None:
     k.add_argument("--report", help="JSON: every candidate's training error, the validation figures")
     k.add_argument("--loo-jobs", type=int, default=200, help="leave-one-out jobs per candidate")
     k.add_argument("--seed", type=int, default=0, help="seed of the leave-one-out sample")
-    k.add_argument("--criterion", choices=["mae", "mae+median"], default="mae+median",
+    k.add_argument("--criterion", choices=["mae", "mae+median", "mae+median+replay"],
+                   default="mae+median",
                    help="how candidates are compared: the leave-one-out MAE, or MAE and median "
-                        "each relative to zero-wait's, summed")
+                        "each relative to zero-wait's, summed (+replay: plus the training "
+                        "window's replay MAPE)")
     k.set_defaults(func=_calibrate)
 
     y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
