@@ -144,7 +144,7 @@ def test_simulator_replays_real_slurm_job_by_job(slurm_cluster, tmp_path):
     # coarse fidelity. The last minute: from the state Slurm recorded 60 s before each start (or at
     # the job's eligible time, if later), the simulator must place the start much closer than
     # "it starts now" does; a simulator that ignored the queue would score that predictor's error.
-    # (Measured: MAE 2.9-10.0 s against 24.6-30.8 s, 70-80 % within one interval, on an idle machine
+    # (Measured: MAE 2.9-10.0 s against 24.6-30.8 s, 47-80 % within one interval, on an idle machine
     # and with three or six CPU burners beside it.) The replay from the first submit is only asked
     # to keep most jobs within a minute: Slurm's timing moves every later start, and on a machine
     # busy with other tests the replay's MAE (7-17 s on a quiet machine, 28 s once in CI) came
