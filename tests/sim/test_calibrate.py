@@ -58,13 +58,21 @@ def test_the_fitted_description_beats_zero_wait_and_compat_on_the_validation_win
     assert p["fitted"]["loo_median_h"] <= min(p["compat"]["loo_median_h"], p["zero_wait"]["loo_median_h"])
 
 
-def test_the_fit_finds_a_multifactor_scheduler_with_conservative_backfill():
-    # the same demand scheduled by another Slurm: the recorded priority, a size weight, an age
-    # weight capped after 7 days, integer priority, conservative backfill every 30 s at 60 s
-    sched = {"backfill_mode": "conservative", "bf_interval_s": 30, "bf_resolution_s": 60,
-             "weight_age": 1000, "max_age_days": 7, "weight_size": 100, "weight_trace": 1.0,
-             "integer": True}
-    table = JobTable.from_frame(synthesize("ls6", TRAIN[0], 40, seed=5, params={**OTHER, "scheduler": sched}))
+#: the same demand scheduled by another Slurm: the recorded priority, a size weight, an age
+#: weight capped after 7 days, integer priority, conservative backfill every 30 s at 60 s
+MULTIFACTOR = {"backfill_mode": "conservative", "bf_interval_s": 30, "bf_resolution_s": 60,
+               "weight_age": 1000, "max_age_days": 7, "weight_size": 100, "weight_trace": 1.0,
+               "integer": True}
+
+
+@pytest.fixture(scope="module")
+def multifactor():
+    return JobTable.from_frame(synthesize("ls6", TRAIN[0], 40, seed=5,
+                                          params={**OTHER, "scheduler": MULTIFACTOR}))
+
+
+def test_the_fit_finds_a_multifactor_scheduler_with_conservative_backfill(multifactor):
+    table = multifactor
     d, _ = calibrate(table, "multifactor", *TRAIN, loo_jobs=150, seed=0, echo=lambda *_: None)
     assert d.priority.weight_trace == 1.0 and d.priority.weight_size == 100.0
     assert d.backfill.mode == "conservative" and d.max_jobs_per_user == 3
@@ -82,6 +90,20 @@ def test_the_replay_criterion_scores_every_finished_candidate_by_its_replay_too(
     assert finished and all(0 <= t["replay_mape"] for t in finished)
     assert rep["train_loo"]["replay_mape"] >= 0 and rep["criterion"] == "mae+median+replay"
     assert "replay MAPE" in d.sources["backfill.mode"]
+
+
+def test_the_pair_sweep_never_ends_worse_and_records_its_passes(other_cluster):
+    kw = dict(loo_jobs=40, seed=0, rounds=1, echo=lambda *_: None)
+    one, rep1 = calibrate(other_cluster, "other", *TRAIN, **kw)
+    two, rep2 = calibrate(other_cluster, "other", *TRAIN, pairs=True, **kw)
+    # the sweep starts where the one-value search ended and takes a pair only if it wins
+    assert rep1["trials"] == [t for t in rep2["trials"] if t["round"] != "pairs"]
+    swept = [t for t in rep2["trials"] if t["round"] == "pairs"]
+    assert swept and all(" + " in t["knob"] for t in swept) and rep2["pairs"]
+    assert rep2["train_loo"]["loo_mae_h"] <= rep1["train_loo"]["loo_mae_h"] + 1e-9
+    taken = {k for k, v in rep2["chosen"].items() if v != rep1["chosen"][k]}
+    assert len(taken) in (0, 2)
+    assert all("pairs of changes" in two.sources[k] for k in taken)
 
 
 def test_nothing_after_the_training_window_is_read(other_cluster, fit_other):

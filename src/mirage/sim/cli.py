@@ -173,7 +173,7 @@ def _calibrate(args) -> None:
 
     table = load_table(args.trace, args.cluster)
     fitted, report = calibrate(table, args.cluster, *args.train_window, loo_jobs=args.loo_jobs,
-                               seed=args.seed, criterion=args.criterion)
+                               seed=args.seed, criterion=args.criterion, pairs=args.pairs)
     write_description(fitted, args.out, header=(
         f"{args.cluster}: fitted by `mirage sim calibrate` from {args.trace}, training window "
         f"{args.train_window[0]} .. {args.train_window[1]} ({report['seconds']} s). Every value: "
@@ -253,6 +253,9 @@ def register(subparsers) -> None:
                    help="how candidates are compared: the leave-one-out MAE, or MAE and median "
                         "each relative to zero-wait's, summed (+replay: plus the training "
                         "window's replay MAPE)")
+    k.add_argument("--pairs", action="store_true",
+                   help="then sweep pairs of changes to two values, for values that only help "
+                        "together (150-300 more leave-one-out passes)")
     k.set_defaults(func=_calibrate)
 
     y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
