@@ -162,7 +162,7 @@ def _demand(jobs, capacity=4, user_limit=8, priority=None, scheduler=None):
         ("submit", "user", "nodes", "limit_min", "runtime", "after"), cols)}
     n = len(jobs)
     arr.update(batch=np.arange(n), priority=np.asarray(priority or [1000] * n))
-    extra = {"scheduler": {**DEFAULT_SCHEDULER, **scheduler}} if scheduler else {}
+    extra = {"scheduler": scheduler} if scheduler else {}  # scheduler_for fills in the defaults
     return Demand(cluster="ls6", origin=pd.Timestamp("2023-01-01"), warm=0, jobs=arr,
                   capacity=((0, capacity),), user_running_limit=user_limit, backfill_depth=200,
                   first_job_id=1, **extra)

@@ -256,17 +256,16 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     zero = loo_metrics(tab.submit[jobs], tab.start[jobs], tab.submit[jobs])
     ref = (max(zero["loo_mae_h"], 1 / 60), max(zero["loo_median_h"], 1 / 60))
     better = _better if criterion == "mae" else (lambda a, b: _better_sum(a, b, ref))
-    if criterion.endswith("+replay"):
-        period = period_for(tab, "training", t0, t1)
-        real_daily = daily_mean_wait(tab.submit, tab.start, period)
+    period = period_for(tab, "training", t0, t1)
+    real_daily = daily_mean_wait(tab.submit, tab.start, period)
 
-        def scored(d: ClusterDescription, err: dict) -> dict:
-            sim_daily = daily_mean_wait(tab.submit, replay_starts(tab, d, period), period)
-            return {**err, "replay_mape": replay_metrics(sim_daily, real_daily)["replay_mape"] or 0.0}
-        best_err = scored(best, best_err)
-    else:
-        def scored(d: ClusterDescription, err: dict) -> dict:
+    def scored(d: ClusterDescription, err: dict) -> dict:
+        """``err`` with the training window's replay MAPE where the criterion weighs it."""
+        if not criterion.endswith("+replay"):
             return err
+        sim_daily = daily_mean_wait(tab.submit, replay_starts(tab, d, period), period)
+        return {**err, "replay_mape": replay_metrics(sim_daily, real_daily)["replay_mape"] or 0.0}
+    best_err = scored(best, best_err)
     trials: list[dict] = [{"round": 0, "knob": "start", "value": "Slurm defaults",
                            **_short(best_err)}]
     echo(f"calibrate {cluster} on {window}: {len(jobs)} leave-one-out jobs; start MAE "
@@ -325,8 +324,9 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
             break
         (an, va), (bn, vb), err, cand = found
         for (name, v), (other, w) in (((an, va), (bn, vb)), ((bn, vb), (an, va))):
-            evidence[name] = evidence.get(name, "") + (f"; then, with {other} {_str(w)} (a sweep over pairs of changes), "
-                               f"{_str(v)} {_mae(err, criterion)} against {_mae(best_err, criterion)}")
+            evidence[name] = evidence.get(name, "") + (
+                f"; then, with {other} {_str(w)} (a sweep over pairs of changes), {_str(v)} "
+                f"{_mae(err, criterion)} against {_mae(best_err, criterion)}")
         echo(f"  pairs   {an} -> {_str(va)}, {bn} -> {_str(vb)}: MAE {err['loo_mae_h']:.3f} h")
         best, best_err, chosen[an], chosen[bn] = cand, err, va, vb
     sources = _sources(best, chosen, evidence, window, tab, caps)

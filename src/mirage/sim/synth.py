@@ -2,7 +2,9 @@
 
 One scheduler serves the whole project: a synthetic trace's start times are the simulator's,
 run over the demand from an empty cluster (the generator's warm-up fills it before the trace's
-start) with the setting below, what a plain Slurm cluster of the generator's kind does:
+start) with the calibration's ``scheduler`` section (:func:`scheduler_for`; other settings make
+traces of a multifactor Slurm with conservative backfill). By default, what a plain Slurm
+cluster of the generator's kind does:
 
 - priority by age only (first in, first out; no cap, so the order never changes);
 - EASY backfill after every event (``bf_interval`` 0): the first job that cannot start gets a
