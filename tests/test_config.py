@@ -58,7 +58,14 @@ def test_cli_validate(tmp_path, capsys):
 def test_configs_layer_on_the_defaults_and_name_their_run():
     real = load(REPO / "config" / "ls6-real.yaml")
     defaults = yaml.safe_load((REPO / "config" / "defaults.yaml").read_text())
-    assert real["policies"]["names"] == defaults["policies"]["names"]  # not repeated in the file
+    # the real-trace configs run the paper's 15 policies; the history models have their own
+    history = load(REPO / "config" / "ls6-history.yaml")
+    sequence = {"transformer", "transformer_tuned", "moe", "moe_tuned", "pg_transformer"}
+    assert len(real["policies"]["names"]) == 15 and not sequence & set(real["policies"]["names"])
+    assert set(real["policies"]["names"]) | sequence == set(defaults["policies"]["names"])
+    assert sequence <= set(history["policies"]["names"])
+    assert history["clusters"]["ls6"]["windows"] == real["clusters"]["ls6"]["windows"]
+    assert load(REPO / "config" / "ls6-feb.yaml")["policies"]["names"] == real["policies"]["names"]
     assert list(real["clusters"]) == ["ls6"]
     assert run_name(real, REPO / "config" / "ls6-real.yaml") == "ls6-real"
     assert run_name(load(REPO / "config" / "config.yaml"), REPO / "config" / "config.yaml") == "default"

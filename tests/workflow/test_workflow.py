@@ -30,7 +30,7 @@ def test_snakefmt_clean():
 
 @pytest.mark.parametrize("configfile", [None, "config/paper.yaml", "config/tiny.yaml",
                                         "config/ls6-real.yaml", "config/ls6-feb.yaml",
-                                        "config/ls6-seeds.yaml"])
+                                        "config/ls6-seeds.yaml", "config/ls6-history.yaml"])
 def test_dry_run(configfile):
     args = ["-n", "--quiet", "rules"] + (["--configfile", configfile] if configfile else [])
     res = snakemake(*args)
