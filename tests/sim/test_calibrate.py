@@ -58,21 +58,13 @@ def test_the_fitted_description_beats_zero_wait_and_compat_on_the_validation_win
     assert p["fitted"]["loo_median_h"] <= min(p["compat"]["loo_median_h"], p["zero_wait"]["loo_median_h"])
 
 
-#: the same demand scheduled by another Slurm: the recorded priority, a size weight, an age
-#: weight capped after 7 days, integer priority, conservative backfill every 30 s at 60 s
-MULTIFACTOR = {"backfill_mode": "conservative", "bf_interval_s": 30, "bf_resolution_s": 60,
-               "weight_age": 1000, "max_age_days": 7, "weight_size": 100, "weight_trace": 1.0,
-               "integer": True}
-
-
-@pytest.fixture(scope="module")
-def multifactor():
-    return JobTable.from_frame(synthesize("ls6", TRAIN[0], 40, seed=5,
-                                          params={**OTHER, "scheduler": MULTIFACTOR}))
-
-
-def test_the_fit_finds_a_multifactor_scheduler_with_conservative_backfill(multifactor):
-    table = multifactor
+def test_the_fit_finds_a_multifactor_scheduler_with_conservative_backfill():
+    # the same demand scheduled by another Slurm: the recorded priority, a size weight, an age
+    # weight capped after 7 days, integer priority, conservative backfill every 30 s at 60 s
+    sched = {"backfill_mode": "conservative", "bf_interval_s": 30, "bf_resolution_s": 60,
+             "weight_age": 1000, "max_age_days": 7, "weight_size": 100, "weight_trace": 1.0,
+             "integer": True}
+    table = JobTable.from_frame(synthesize("ls6", TRAIN[0], 40, seed=5, params={**OTHER, "scheduler": sched}))
     d, _ = calibrate(table, "multifactor", *TRAIN, loo_jobs=150, seed=0, echo=lambda *_: None)
     assert d.priority.weight_trace == 1.0 and d.priority.weight_size == 100.0
     assert d.backfill.mode == "conservative" and d.max_jobs_per_user == 3

@@ -256,15 +256,22 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
     zero = loo_metrics(tab.submit[jobs], tab.start[jobs], tab.submit[jobs])
     ref = (max(zero["loo_mae_h"], 1 / 60), max(zero["loo_median_h"], 1 / 60))
     better = _better if criterion == "mae" else (lambda a, b: _better_sum(a, b, ref))
+    replayed = criterion.endswith("+replay")
     period = period_for(tab, "training", t0, t1)
-    real_daily = daily_mean_wait(tab.submit, tab.start, period)
+    real_daily = daily_mean_wait(tab.submit, tab.start, period) if replayed else None
 
     def scored(d: ClusterDescription, err: dict) -> dict:
         """``err`` with the training window's replay MAPE where the criterion weighs it."""
-        if not criterion.endswith("+replay"):
+        if not replayed:
             return err
         sim_daily = daily_mean_wait(tab.submit, replay_starts(tab, d, period), period)
         return {**err, "replay_mape": replay_metrics(sim_daily, real_daily)["replay_mape"] or 0.0}
+
+    def tried(cand: ClusterDescription, against: dict) -> dict:
+        """``cand``'s leave-one-out error, stopped once it cannot match ``against`` (1e-6 h:
+        never a tie), and scored by the criterion if it finished."""
+        err = loo_error(tab, cand, jobs, above_h=_bound(against, criterion, ref))
+        return err if "stopped_after" in err else scored(cand, err)
     best_err = scored(best, best_err)
     trials: list[dict] = [{"round": 0, "knob": "start", "value": "Slurm defaults",
                            **_short(best_err)}]
@@ -287,10 +294,7 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                     scores[v] = best_err
                     continue
                 cand = k.apply(best, v)
-                # stopped once it cannot match the current error (1e-6 h: never a tie)
-                err = loo_error(tab, cand, jobs, above_h=_bound(best_err, criterion, ref))
-                if "stopped_after" not in err:
-                    err = scored(cand, err)
+                err = tried(cand, best_err)
                 trials.append({"round": rnd, "knob": k.name, "value": _str(v), **_short(err)})
                 scores[v] = err
                 if "stopped_after" not in err and better(err, best_err):
@@ -313,13 +317,11 @@ def calibrate(table: JobTable, cluster: str, train_start, train_end, *, loo_jobs
                     continue
                 cand = b.apply(a.apply(best, va), vb)
                 cur = best_err if found is None else found[2]
-                err = loo_error(tab, cand, jobs, above_h=_bound(cur, criterion, ref))
+                err = tried(cand, cur)
                 trials.append({"round": "pairs", "knob": f"{a.name} + {b.name}",
                                "value": f"{_str(va)} + {_str(vb)}", **_short(err)})
-                if "stopped_after" not in err:
-                    err = scored(cand, err)
-                    if better(err, cur):
-                        found = ((a.name, va), (b.name, vb), err, cand)
+                if "stopped_after" not in err and better(err, cur):
+                    found = ((a.name, va), (b.name, vb), err, cand)
         if found is None:
             break
         (an, va), (bn, vb), err, cand = found
