@@ -260,6 +260,29 @@ def test_a_tuned_policy_taking_its_untuned_twins_final_fit_decides_the_same(
     assert final_fit_mismatch(make_policy(tuned, **other), twin) == ["c_O"]
 
 
+def test_a_tuned_forest_cross_fits_on_its_own_budget_and_still_shares_the_final_fit(train):
+    """tune_model_params sizes only the cross-fitted models that choose the threshold; the
+    final model keeps model_params, so the untuned twin's fit is still the final one."""
+    from mirage.policies.cli import final_fit_mismatch
+    from mirage.policies.trees import RegressorPolicy
+
+    class Recorded(RegressorPolicy):  # the real fits, with the size of each model recorded
+        def _fit_model(self, data, seed, overrides=None):
+            model = super()._fit_model(data, seed, overrides)
+            self.__dict__.setdefault("sizes", []).append(model.n_estimators)
+            return model
+
+    tuned = Recorded(kind="rf", tune_threshold=True, n_blocks=2, n_jobs=1,
+                     model_params={"n_estimators": 12}, tune_model_params={"n_estimators": 3})
+    tuned.fit(train, seed=3)
+    assert tuned.sizes == [3, 3, 12]
+    twin = make_policy("rf", n_jobs=1, model_params={"n_estimators": 12}).fit(train, seed=3)
+    assert final_fit_mismatch(tuned, twin) == []
+    shared = Recorded(**tuned.get_params()).fit(train, seed=3, final_from=twin)
+    assert shared.sizes == [3, 3] and shared.model_ is twin.model_
+    assert shared.threshold_ == tuned.threshold_
+
+
 def test_mirage_fit_shares_the_final_fit_only_with_a_matching_twin(synth, tmp_path):
     import json
     import subprocess

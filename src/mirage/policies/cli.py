@@ -54,7 +54,8 @@ def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: st
 TUNED_OF = {"rf_tuned": "rf", "xgb_tuned": "xgb", "dqn_tuned": "dqn", "pg_tuned": "pg",
             "transformer_tuned": "transformer", "moe_tuned": "moe"}
 #: the settings of tuning alone, which the two may differ in
-TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold", "tune_every"})
+TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold", "tune_every",
+                         "tune_model_params"})
 
 
 def final_fit_mismatch(tuned, base) -> list[str]:

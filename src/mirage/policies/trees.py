@@ -61,13 +61,15 @@ class RegressorPolicy(Policy):
     def __init__(self, kind: str = "rf", features: str = "compact", threshold: float = -0.5,
                  tune_threshold: bool = False, thresholds=None, n_blocks: int = 4,
                  points_per_sample: int | None = None, c_I: float = 1.0, c_O: float = 0.5,
-                 n_jobs: int = 2, model_params: dict | None = None):
+                 n_jobs: int = 2, model_params: dict | None = None,
+                 tune_model_params: dict | None = None):
         if features not in FEATURE_MODES:
             raise ValueError(f"features must be one of {FEATURE_MODES}, not {features!r}")
         self.params = dict(kind=kind, features=features, threshold=threshold,
                            tune_threshold=tune_threshold, thresholds=thresholds,
                            n_blocks=n_blocks, points_per_sample=points_per_sample, c_I=c_I,
-                           c_O=c_O, n_jobs=n_jobs, model_params=dict(model_params or {}))
+                           c_O=c_O, n_jobs=n_jobs, model_params=dict(model_params or {}),
+                           tune_model_params=dict(tune_model_params or {}))
         self.name = kind + ("_tuned" if tune_threshold else "")
         self.needs_history = features != "compact"
 
@@ -78,6 +80,7 @@ class RegressorPolicy(Policy):
             state["threshold_"] = state.pop("threshold")
         state.pop("thresholds", None)
         state.setdefault("params", {}).setdefault("thresholds", None)
+        state["params"].setdefault("tune_model_params", {})
         self.__dict__.update(state)
 
     @property
@@ -114,10 +117,11 @@ class RegressorPolicy(Policy):
             ys.append(sp["x_h"].to_numpy(dtype=float)[take])
         return np.vstack(Xs), np.concatenate(ys)
 
-    def _fit_model(self, data: SampleSet, seed: int):
+    def _fit_model(self, data: SampleSet, seed: int, overrides: dict | None = None):
         X, y = self._training_rows(data, seed)
         model = _make_model(self.params["kind"], seed, self.params["n_jobs"],
-                            self.params["model_params"], wide=self.needs_history)
+                            {**self.params["model_params"], **(overrides or {})},
+                            wide=self.needs_history)
         model.fit(X, y)
         return model
 
@@ -152,7 +156,8 @@ class RegressorPolicy(Policy):
         self.feature_columns_ = train.feature_columns
         if self.params["tune_threshold"]:
             def fit_score(fit_part, held):
-                self.model_ = self._fit_model(fit_part, seed)
+                self.model_ = self._fit_model(fit_part, seed,
+                                              self.params["tune_model_params"])
                 return self._predict_all(held)
 
             c_I, c_O = self.params["c_I"], self.params["c_O"]
