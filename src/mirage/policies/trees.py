@@ -60,7 +60,7 @@ class RegressorPolicy(Policy):
 
     ``tune_model_params`` overrides ``model_params`` for the cross-fitted models alone (those
     that only score a held-out block to choose the threshold), e.g. fewer trees: on the real
-    ls6 trace forests of 25 trees chose the same thresholds as 100 at a quarter of the cost.
+    ls6 trace forests of 25 trees chose the same thresholds as 100 in a third of the time.
     The final model keeps ``model_params``, so it is still the untuned twin's fit."""
 
     def __init__(self, kind: str = "rf", features: str = "compact", threshold: float = -0.5,
