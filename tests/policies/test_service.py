@@ -52,10 +52,23 @@ def test_choose_tau_judges_the_pooled_row_when_no_level_has_enough_samples():
 def test_fitted_tau_is_the_rule_applied_to_its_own_sweep(fitted):
     p = fitted["service_level"]
     sweep = p.service_sweep_
-    assert set(sweep["tau"]) == set(p.taus)
     prm = p.params
     assert (p.tau_, p.target_met_) == choose_tau(sweep, prm["target_share"], prm["max_overlap_h"],
                                                 prm["min_level_samples"])
+    swept = sorted(set(sweep["tau"]))
+    assert swept == sorted(p.taus)[:len(swept)]
+    assert swept == sorted(p.taus) or (p.target_met_ and swept[-1] == p.tau_)
+
+
+def test_the_sweep_stops_at_the_first_tau_that_meets_the_target_and_chooses_as_a_full_one(train):
+    base = dict(FAST["service_level"], max_overlap_h=48.0)
+    p = make_policy("service_level", target_share=0.3, **base).fit(train, seed=0)
+    assert p.target_met_ and sorted(set(p.service_sweep_["tau"]))[-1] == p.tau_
+    assert p.tau_ < max(p.taus)  # it stopped before the last one
+    # every tau it passed fails the target on its own rows, so a full sweep chooses the same
+    for tau, rows in p.service_sweep_.groupby("tau"):
+        met = choose_tau(rows, 0.3, 48.0, p.params["min_level_samples"])[1]
+        assert met == (tau == p.tau_)
 
 
 def test_a_higher_target_buys_more_uninterrupted_handovers(train, validation):

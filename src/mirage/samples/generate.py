@@ -60,16 +60,26 @@ class SimObserver:
         self.submit = self.table.submit
         self.limit_min = limit_min
         self.succ = (limit_min / 60, chain_nodes, 0.0, 0.0)
-
-    def _submit_of(self, jid: int) -> int:
-        return int(self.submit[jid]) if jid < self.table.n else int(self.sim.extra[jid][0])
+        self._submits = None  # self.submit as a list, made on first use
 
     def queues(self) -> tuple[np.ndarray, np.ndarray]:
-        pending = np.array([(s, n, lim) for _, s, n, lim, _ in self.sim.pending_jobs()], dtype=np.float64)
-        running = np.array(
-            [(self._submit_of(j), st, n, end - st) for j, st, end, n, _ in self.sim.running_jobs()],
-            dtype=np.float64,
-        )
+        """Pending rows (submit, nodes, limit_s) in priority order and running rows (submit,
+        start, nodes, limit_s), as Simulator.pending_jobs / running_jobs give them (read off
+        the simulator's records directly: this runs at every step of every sample)."""
+        sim = self.sim
+        pending = np.array([(s, n, lim) for _, s, n, lim, _ in sim.pending_jobs()], dtype=np.float64)
+        if self._submits is None:
+            self._submits = self.submit.tolist()
+        submits, limits, extra, n_trace = self._submits, sim.s.limit, sim.extra, sim.s.n
+        rows = []
+        for _, jid, n, _, exp in sim.running:
+            if jid < n_trace:
+                lim = limits[jid]
+                rows.append((submits[jid], exp - lim, n, lim))
+            else:
+                e = extra[jid]
+                rows.append((e[0], exp - e[2], n, e[2]))
+        running = np.array(rows, dtype=np.float64)
         return pending.reshape(-1, 3), running.reshape(-1, 4)
 
     def started(self, now: int) -> np.ndarray:
