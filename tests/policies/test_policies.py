@@ -234,6 +234,30 @@ def test_torch_runs_one_code_path_on_every_x86_cpu():
     assert adam(mlp(3, 2).parameters(), 1e-3).defaults["fused"] is True
 
 
+def test_direct_forward_is_the_nets_forward_bit_for_bit_and_follows_its_training():
+    import torch
+
+    from mirage.policies.neural import adam, direct_forward, mlp
+
+    torch.manual_seed(0)
+    net = mlp(7, 2)
+    fwd = direct_forward(net)
+    opt = adam(net.parameters(), 1e-2)
+    x, one = torch.randn(64, 7), torch.randn(7)
+    for _ in range(3):
+        with torch.no_grad():
+            assert torch.equal(fwd(x), net(x)) and torch.equal(fwd(one), net(one))
+        a, b = fwd(x), net(x)  # with autograd: the same gradients
+        ga = torch.autograd.grad(a.square().mean(), list(net.parameters()))
+        gb = torch.autograd.grad(b.square().mean(), list(net.parameters()))
+        assert all(torch.equal(u, v) for u, v in zip(ga, gb))
+        opt.zero_grad()
+        net(x).square().mean().backward()
+        opt.step()  # in place: the function reads the updated parameters
+    with pytest.raises(TypeError, match="Linear and ReLU"):
+        direct_forward(torch.nn.Sequential(torch.nn.Tanh()))
+
+
 @pytest.mark.parametrize("tuned,base,params", [
     ("rf_tuned", "rf", {"model_params": {"n_estimators": 20}}),
     ("dqn_tuned", "dqn", {"total_timesteps": 3_000, "learning_starts": 500}),

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from mirage.outcomes import SampleSet
 from mirage.policies.env import ProvisioningEnv
-from mirage.policies.neural import TorchPolicy, adam, record_every, seed_everything
+from mirage.policies.neural import TorchPolicy, adam, direct_forward, record_every, seed_everything
 
 
 @dataclass
@@ -98,6 +98,8 @@ class DQN(TorchPolicy):
 
         q_net = self._build_net(episodes.obs_dim)
         target = self._build_net(episodes.obs_dim)
+        # the nets' forward passes as plain functions (the same numbers, less time per call)
+        q_of, target_of = direct_forward(q_net), direct_forward(target)
         target.load_state_dict(q_net.state_dict())
         opt = adam(q_net.parameters(), cfg.learning_rate)
         rb = ReplayBuffer(cfg.buffer_size, episodes.obs_dim)
@@ -114,7 +116,7 @@ class DQN(TorchPolicy):
                 action = int(rng.random() < 1.0 / env.steps_left)
             else:
                 with torch.no_grad():
-                    q = q_net(torch.from_numpy(obs).to(self.device))
+                    q = q_of(torch.from_numpy(obs).to(self.device))
                 action = int(q.argmax().item())
             if cfg.counterfactual_submits and action == 0:
                 rb.add(obs, obs, 1, env.submit_reward(), 1.0)
@@ -130,10 +132,10 @@ class DQN(TorchPolicy):
                 b_obs, b_next, b_act, b_rew, b_done = rb.sample(cfg.batch_size, rng,
                                                                 self.device)
                 with torch.no_grad():
-                    next_a = q_net(b_next).argmax(dim=1, keepdim=True)
-                    target_max = target(b_next).gather(1, next_a).squeeze(1)
+                    next_a = q_of(b_next).argmax(dim=1, keepdim=True)
+                    target_max = target_of(b_next).gather(1, next_a).squeeze(1)
                     td_target = b_rew + cfg.gamma * target_max * (1.0 - b_done)
-                old_val = q_net(b_obs).gather(1, b_act[:, None]).squeeze(1)
+                old_val = q_of(b_obs).gather(1, b_act[:, None]).squeeze(1)
                 loss = F.mse_loss(old_val, td_target)
                 opt.zero_grad()
                 loss.backward()

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from mirage.policies.base import Policy
@@ -35,6 +36,28 @@ def mlp(n_in: int, n_out: int, hidden: int = 64, layers: int = 2) -> nn.Sequenti
         width = hidden
     mods.append(nn.Linear(width, n_out))
     return nn.Sequential(*mods)
+
+
+def direct_forward(net: nn.Sequential):
+    """``net``'s forward pass as a plain function of its layers' own tensors (no module calls):
+    the same operations on the same parameters, so the same numbers, in about 60 % of the time
+    for one observation, the case of a DQN's greedy step (80,000 of them a fit). The parameters
+    are read when called, so an optimizer's in-place updates are seen."""
+    ops = []
+    for m in net:
+        if isinstance(m, nn.Linear):
+            ops.append((m.weight, m.bias))
+        elif isinstance(m, nn.ReLU):
+            ops.append(None)
+        else:
+            raise TypeError(f"direct_forward knows Linear and ReLU layers, not {type(m).__name__}")
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        for op in ops:
+            x = torch.relu(x) if op is None else F.linear(x, op[0], op[1])
+        return x
+
+    return forward
 
 
 #: about how many points of a fit's training curve ``history_`` keeps (DQN, policy gradient);
