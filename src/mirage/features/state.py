@@ -8,6 +8,8 @@ Empty lists give zeros. Times are in hours (the reference used minutes; the unit
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 STEP_S = 600
@@ -32,58 +34,58 @@ N_STATE = len(STATE_NAMES)
 assert N_STATE == 42
 
 
-_Q = np.asarray(QUANTILES, dtype=np.float64)
-
-
-def quantile_rows(values: np.ndarray) -> np.ndarray:
-    """``np.quantile(values, QUANTILES, axis=1).T`` for a 2-d float array without NaNs, bit for
-    bit (numpy's default "linear" method: the same indices and the same interpolation), in a
-    twentieth of its time on the short rows of a queue: the state of every decision point
-    takes 6 of these quantiles, and numpy's general code spent a fifth of the samples' time."""
-    n = values.shape[1]
-    s = np.sort(values, axis=1)
-    virtual = (n - 1) * _Q
-    prev = np.floor(virtual).astype(np.intp)
-    nxt = prev + 1
-    above = virtual >= n - 1  # the maximum: numpy takes the last element twice
-    prev[above] = -1
-    nxt[above] = -1
-    gamma = virtual - prev
-    a, b = s[:, prev], s[:, nxt]
-    diff = b - a
-    out = a + diff * gamma
-    upper = gamma >= 0.5  # numpy interpolates from the upper neighbour there
-    out[:, upper] = (b - diff * (1 - gamma))[:, upper]
+def quantiles(values: list) -> list:
+    """``np.quantile(values, QUANTILES)`` of a list of numbers without NaNs, bit for bit (numpy's
+    default "linear" method: the same indices, the same interpolation, the same operations on
+    the same doubles), in plain Python: on the short lists of a queue (tens to hundreds of
+    jobs) that is a fraction of numpy's time, and the state of every step of every sample
+    takes six of them."""
+    s = sorted(values)
+    last = len(s) - 1
+    out = []
+    for q in QUANTILES:
+        virtual = last * q
+        if virtual >= last:  # the maximum: numpy interpolates the last element with itself
+            a = b = s[-1]
+            gamma = virtual + 1
+        else:
+            prev = math.floor(virtual)
+            gamma = virtual - prev
+            a, b = s[prev], s[prev + 1]
+        diff = b - a
+        out.append(b - diff * (1 - gamma) if gamma >= 0.5 else a + diff * gamma)
     return out
 
 
-def _group(nodes: np.ndarray, limit_h: np.ndarray, wait_h: np.ndarray, elapsed_h: np.ndarray) -> np.ndarray:
-    out = np.zeros(17, dtype=np.float64)
-    if len(nodes) == 0:
-        return out
-    out[0] = len(nodes)
-    out[1] = nodes.sum()
-    values = np.vstack((limit_h, wait_h, elapsed_h))
-    if np.isnan(values).any():  # numpy's NaN rules, as before
-        out[2:] = np.quantile(values, QUANTILES, axis=1).T.ravel()
-    else:
-        out[2:] = quantile_rows(values).ravel()
-    return out
+def _group(nodes: list, limit_h: list, wait_h: list, elapsed_h: list | None) -> list:
+    """count, total nodes, and the quantiles of limits, waits and elapsed times (None: all 0)."""
+    columns = [limit_h, wait_h] + ([] if elapsed_h is None else [elapsed_h])
+    if any(math.isnan(sum(c)) for c in columns):  # numpy's NaN rules, as before
+        return ([len(nodes), sum(nodes)]
+                + np.quantile(np.asarray(columns, dtype=np.float64), QUANTILES, axis=1).T.ravel().tolist()
+                + ([0.0] * 5 if elapsed_h is None else []))
+    out = [len(nodes), sum(nodes)]
+    for c in columns:
+        out += quantiles(c)
+    return out + ([0.0] * 5 if elapsed_h is None else [])
 
 
-def state_vector(now: int, pending: np.ndarray, running: np.ndarray, pred=None, succ=None) -> np.ndarray:
+def state_vector(now: int, pending, running, pred=None, succ=None) -> np.ndarray:
     """42 numbers for time ``now`` (epoch s).
 
-    ``pending``: rows (submit, nodes, limit_s); ``running``: rows (submit, start, nodes, limit_s);
+    ``pending``: rows (submit, nodes, limit_s); ``running``: rows (submit, start, nodes,
+    limit_s): arrays, or sequences of tuples (the simulator's, which skip the array);
     ``pred``/``succ``: (limit_h, nodes, wait_h, elapsed_h), or None (zeros: not submitted).
     """
     out = np.zeros(N_STATE, dtype=np.float32)
     if len(pending):
-        p = np.asarray(pending, dtype=np.float64)
-        out[:17] = _group(p[:, 1], p[:, 2] / 3600, (now - p[:, 0]) / 3600, np.zeros(len(p)))
+        p = pending.tolist() if isinstance(pending, np.ndarray) else pending
+        out[:17] = _group([r[1] for r in p], [r[2] / 3600 for r in p],
+                          [(now - r[0]) / 3600 for r in p], None)
     if len(running):
-        r = np.asarray(running, dtype=np.float64)
-        out[17:34] = _group(r[:, 2], r[:, 3] / 3600, (r[:, 1] - r[:, 0]) / 3600, (now - r[:, 1]) / 3600)
+        r = running.tolist() if isinstance(running, np.ndarray) else running
+        out[17:34] = _group([x[2] for x in r], [x[3] / 3600 for x in r],
+                            [(x[1] - x[0]) / 3600 for x in r], [(now - x[1]) / 3600 for x in r])
     if pred is not None:
         out[34:38] = pred
     if succ is not None:

@@ -62,25 +62,34 @@ class SimObserver:
         self.succ = (limit_min / 60, chain_nodes, 0.0, 0.0)
         self._submits = None  # self.submit as a list, made on first use
 
-    def queues(self) -> tuple[np.ndarray, np.ndarray]:
+    def rows(self) -> tuple[list, list]:
         """Pending rows (submit, nodes, limit_s) in priority order and running rows (submit,
         start, nodes, limit_s), as Simulator.pending_jobs / running_jobs give them (read off
         the simulator's records directly: this runs at every step of every sample)."""
         sim = self.sim
-        pending = np.array([(s, n, lim) for _, s, n, lim, _ in sim.pending_jobs()], dtype=np.float64)
+        pending = [(s, n, lim) for _, s, n, lim, _ in sim.pending_jobs()]
         if self._submits is None:
             self._submits = self.submit.tolist()
         submits, limits, extra, n_trace = self._submits, sim.s.limit, sim.extra, sim.s.n
-        rows = []
+        running = []
         for _, jid, n, _, exp in sim.running:
             if jid < n_trace:
                 lim = limits[jid]
-                rows.append((submits[jid], exp - lim, n, lim))
+                running.append((submits[jid], exp - lim, n, lim))
             else:
                 e = extra[jid]
-                rows.append((e[0], exp - e[2], n, e[2]))
-        running = np.array(rows, dtype=np.float64)
-        return pending.reshape(-1, 3), running.reshape(-1, 4)
+                running.append((e[0], exp - e[2], n, e[2]))
+        return pending, running
+
+    @staticmethod
+    def arrays(pending: list, running: list) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rows` as the float arrays of a ClusterView."""
+        return (np.array(pending, dtype=np.float64).reshape(-1, 3),
+                np.array(running, dtype=np.float64).reshape(-1, 4))
+
+    def queues(self) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`rows` as arrays."""
+        return self.arrays(*self.rows())
 
     def started(self, now: int) -> np.ndarray:
         ts = self.sim.trace_start
@@ -101,13 +110,13 @@ class SimObserver:
 
     def observe(self, now: int, pred: tuple) -> tuple[np.ndarray, dict]:
         """The 42-number state and the decision point's pred_* and f_* columns at ``now``."""
-        pending, running = self.queues()
+        pending, running = self.rows()
         vec = self._state(now, pred, pending, running)
-        return vec, point_features(self.view(now, pred, pending, running))
+        return vec, point_features(self.view(now, pred, *self.arrays(pending, running)))
 
     def state(self, now: int) -> np.ndarray:
         """The 42-number state alone (the history before the predecessor's submission)."""
-        return self._state(now, None, *self.queues())
+        return self._state(now, None, *self.rows())
 
     def _state(self, now, pred, pending, running) -> np.ndarray:
         pred_tuple = None
