@@ -93,10 +93,8 @@ class ServiceLevel(QuantileLead):
             reactive = np.concatenate([reference_outcomes(b.data, c_I, c_O)["reactive_x_h"]
                                        for b in blocks])
             frames.append(level_service(x, reactive).assign(tau=tau))
-            self.tau_, self.target_met_ = choose_tau(
-                frames[-1], self.params["target_share"], self.params["max_overlap_h"],
-                self.params["min_level_samples"])
-            if self.target_met_:
+            if choose_tau(frames[-1], self.params["target_share"], self.params["max_overlap_h"],
+                          self.params["min_level_samples"])[1]:
                 break  # the smallest tau that meets it: a larger one is never chosen
         table = pd.concat(frames, ignore_index=True)
         self.tau_, self.target_met_ = choose_tau(
