@@ -14,7 +14,9 @@ if BATCHED:
 
     rule fit_policies:
         # the policies that fit in seconds, in one process: a process per policy would spend more
-        # starting Python and reading the samples than most of them take to fit
+        # starting Python and reading the samples than most of them take to fit. The forests
+        # make these the longest jobs of a run (4-7 minutes each on real ls6): started first
+        # (priority), they do not leave one core running the last of them alone at the end
         input:
             samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
         output:
@@ -26,6 +28,7 @@ if BATCHED:
             f"{LOGS}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.log",
         benchmark:
             f"{BENCH}/{{cluster}}/{{mode}}/fit_policies_n{{nodes}}.tsv"
+        priority: 1
         conda:
             "../envs/learn.yaml"
         threads: 1
