@@ -34,6 +34,7 @@ rule sample_shard:
         " --shard {wildcards.shard} --shards {params.shards} --out {output.shard} > {log} 2>&1"
 
 
+# before the fits of the other mode's samples: it opens the long fit_policies jobs (learn.smk)
 rule gather_samples:
     input:
         shards=expand(
@@ -49,6 +50,7 @@ rule gather_samples:
         f"{LOGS}/{{cluster}}/{{mode}}/gather_samples.log",
     benchmark:
         f"{BENCH}/{{cluster}}/{{mode}}/gather_samples.tsv"
+    priority: 1
     conda:
         "../envs/sim.yaml"
     params:
