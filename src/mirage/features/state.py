@@ -60,13 +60,12 @@ def quantiles(values: list) -> list:
 def _group(nodes: list, limit_h: list, wait_h: list, elapsed_h: list | None) -> list:
     """count, total nodes, and the quantiles of limits, waits and elapsed times (None: all 0)."""
     columns = [limit_h, wait_h] + ([] if elapsed_h is None else [elapsed_h])
-    if any(math.isnan(sum(c)) for c in columns):  # numpy's NaN rules, as before
-        return ([len(nodes), sum(nodes)]
-                + np.quantile(np.asarray(columns, dtype=np.float64), QUANTILES, axis=1).T.ravel().tolist()
-                + ([0.0] * 5 if elapsed_h is None else []))
     out = [len(nodes), sum(nodes)]
-    for c in columns:
-        out += quantiles(c)
+    if any(math.isnan(sum(c)) for c in columns):  # numpy's NaN rules, as before
+        out += np.quantile(np.asarray(columns, dtype=np.float64), QUANTILES, axis=1).T.ravel().tolist()
+    else:
+        for c in columns:
+            out += quantiles(c)
     return out + ([0.0] * 5 if elapsed_h is None else [])
 
 

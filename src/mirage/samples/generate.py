@@ -60,7 +60,7 @@ class SimObserver:
         self.submit = self.table.submit
         self.limit_min = limit_min
         self.succ = (limit_min / 60, chain_nodes, 0.0, 0.0)
-        self._submits = None  # self.submit as a list, made on first use
+        self._submits = self.submit.tolist()  # read per running job at every step: a list
 
     def rows(self) -> tuple[list, list]:
         """Pending rows (submit, nodes, limit_s) in priority order and running rows (submit,
@@ -68,8 +68,6 @@ class SimObserver:
         the simulator's records directly: this runs at every step of every sample)."""
         sim = self.sim
         pending = [(s, n, lim) for _, s, n, lim, _ in sim.pending_jobs()]
-        if self._submits is None:
-            self._submits = self.submit.tolist()
         submits, limits, extra, n_trace = self._submits, sim.s.limit, sim.extra, sim.s.n
         running = []
         for _, jid, n, _, exp in sim.running:
