@@ -164,7 +164,10 @@ class SampleSet:
         return d
 
     @classmethod
-    def load(cls, directory) -> "SampleSet":
+    def load(cls, directory, history: bool = True) -> "SampleSet":
+        """The SampleSet saved in ``directory``; ``history=False`` leaves the 144x42 history
+        out (for policies that read only the compact features: reading and subsetting its
+        hundreds of MB is most of a fit job's start on the real trace)."""
         d = Path(directory)
         for name in ("samples.parquet", "points.parquet"):
             if not (d / name).exists():
@@ -172,7 +175,7 @@ class SampleSet:
                                      "samples.parquet, points.parquet and history.npz")
         samples = pd.read_parquet(d / "samples.parquet")
         points = pd.read_parquet(d / "points.parquet")
-        if (d / "history.npz").exists():
+        if history and (d / "history.npz").exists():
             with np.load(d / "history.npz") as z:
                 return cls(samples, points, z["history"], z["offsets"], z["sample_ids"])
         return cls(samples, points)

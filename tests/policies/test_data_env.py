@@ -14,6 +14,17 @@ def test_sampleset_round_trip(synth, tmp_path):
     np.testing.assert_array_equal(back.history_for(sid), synth.history_for(sid))
 
 
+def test_sampleset_loads_without_its_history(synth, tmp_path):
+    synth.save(tmp_path / "s")
+    (tmp_path / "s" / "history.npz").write_bytes(b"not an npz")  # reading it would fail
+    back = SampleSet.load(tmp_path / "s", history=False).validate()
+    assert back.history is None and back.points.equals(synth.points)
+    part = back.split("train")
+    assert len(part) == len(synth.split("train")) and part.history is None
+    with pytest.raises(SampleSetError, match="no history"):
+        back.history_for(synth.sample_ids[0])
+
+
 def test_history_window_k_ends_at_point_k(synth):
     sid = synth.sample_ids[0]
     H = synth.history_for(sid)

@@ -335,6 +335,42 @@ def test_mirage_fit_shares_the_final_fit_only_with_a_matching_twin(synth, tmp_pa
     assert res.returncode == 2 and "seed 3 here 4" in res.stderr
 
 
+def test_fit_and_evaluate_read_the_history_only_for_a_policy_that_reads_it(synth, tmp_path):
+    import json
+
+    from mirage.cli import main
+
+    samples, models = tmp_path / "samples", tmp_path / "models"
+    synth.save(samples)
+    history = samples / "history.npz"
+    readable = history.read_bytes()
+
+    def fit(*policies, params, out):
+        for nodes in (1, 8):
+            assert main(["fit", *policies, "--samples", str(samples), "--chain-nodes", str(nodes),
+                         "--seed", "3", "--params", params, "--out",
+                         *[str(models / f"n{nodes}" / p) for p in out]]) == 0
+
+    evaluate = ["evaluate", "--run", "calibrated", str(samples), str(models),
+                "--policies", "reactive", "rf", "--out-dir", str(tmp_path / "eval")]
+    compact = json.dumps({"rf": {"model_params": {"n_estimators": 4}}})
+    wide = json.dumps({"features": "history", "model_params": {"n_estimators": 4}})
+
+    history.write_bytes(b"not an npz")  # reading it fails from here on
+    # the compact policies neither fit nor evaluate on it
+    fit("reactive", "rf", params=compact, out=["reactive", "rf"])
+    assert main(evaluate) == 0
+    # a history model reads it, when it is fitted and when it is evaluated
+    with pytest.raises(Exception):
+        fit("rf", params=wide, out=["rf"])
+    history.write_bytes(readable)
+    fit("rf", params=wide, out=["rf"])
+    assert main(evaluate) == 0
+    history.write_bytes(b"not an npz")
+    with pytest.raises(Exception):
+        main(evaluate)
+
+
 def _constructor_args(policy) -> set[str]:
     import dataclasses
     import inspect

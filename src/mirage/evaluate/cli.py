@@ -44,12 +44,12 @@ def _evaluate(args) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     all_outcomes, fits, sweeps = [], [], []
     for mode, samples_dir, models_dir in args.run:
-        data = SampleSet.load(samples_dir)
-        val = data.split("validation")
+        # the 144x42 history is read only when a policy reads it (see below)
+        val = SampleSet.load(samples_dir, history=False).split("validation")
         if len(val) == 0:
             raise MirageError(f"{samples_dir}: no validation samples; check the validation window in the config")
+        cells = {}
         for nodes in sorted(val.samples["chain_nodes"].unique()):
-            part = val.subset(val.samples.loc[val.samples["chain_nodes"] == nodes, "sample_id"])
             # replicas[k]: the policies' fits with training seed k (k > 0: the seeded ones only)
             replicas: list[dict] = []
             seeds: list[dict] = []
@@ -67,6 +67,12 @@ def _evaluate(args) -> None:
                     replicas[k][name] = load_fitted(d, device=args.device)
                     seeds[k][name] = int(info["seed"])
                     fits.append({"mode": mode, "chain_nodes": int(nodes), **info})
+            cells[nodes] = replicas, seeds
+        fitted = [p for replicas, _ in cells.values() for r in replicas for p in r.values()]
+        if any(getattr(p, "needs_history", False) for p in fitted):
+            val = SampleSet.load(samples_dir).split("validation")
+        for nodes, (replicas, seeds) in cells.items():
+            part = val.subset(val.samples.loc[val.samples["chain_nodes"] == nodes, "sample_id"])
             for k, policies in enumerate(replicas):
                 res = outcomes(policies, part, c_I=args.c_I, c_O=args.c_O)
                 all_outcomes.append(res.assign(mode=mode, seed=res["policy"].map(seeds[k])))

@@ -81,7 +81,12 @@ def _fit(args) -> None:
         params = {name: params.get(name, {}) for name in args.policy}
     else:
         params = {args.policy[0]: params}
-    data = SampleSet.load(args.samples)
+    from mirage.policies.registry import make_policy
+
+    made = {name: make_policy(name, **_params(name, params[name], args)) for name in args.policy}
+    # the 144x42 history only where a policy reads it: on the real trace reading it and copying
+    # it into every cross-fit's parts took seconds of each fit job
+    data = SampleSet.load(args.samples, history=any(p.needs_history for p in made.values()))
     train = data.split("train")
     train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes, "sample_id"])
     if len(train) == 0:
@@ -96,7 +101,7 @@ def _fit(args) -> None:
     # starting Python and reading them than most policies take to fit
     for name, out in zip(args.policy, args.out):
         finals[str(out)] = fit_one(name, params[name], train, args, Path(out),
-                                   finals=list(finals.values()))
+                                   finals=list(finals.values()), policy=made[name])
 
 
 def _final_from(directory, args, train):
@@ -118,15 +123,21 @@ def _final_from(directory, args, train):
     return policy
 
 
-def fit_one(name: str, params: dict, train, args, out: Path, finals=()):
+def _params(name: str, params: dict, args) -> dict:
+    return policy_params(name, params, c_I=args.c_I, c_O=args.c_O, device=args.device,
+                         threads=args.threads)
+
+
+def fit_one(name: str, params: dict, train, args, out: Path, finals=(), policy=None):
     """Fit one policy on ``train`` and save it with its ``fit.json`` (and training curve); a
     tuned policy takes its final model from the matching untuned policy of ``finals`` (fitted
-    on the same samples with the same seed and settings) instead of fitting it again."""
+    on the same samples with the same seed and settings) instead of fitting it again.
+    ``policy``: the unfitted policy, made from these parameters (made here when None)."""
     from mirage.policies.registry import TORCH_POLICIES, make_policy, save_policy
 
-    params = policy_params(name, params, c_I=args.c_I, c_O=args.c_O, device=args.device,
-                           threads=args.threads)
-    policy = make_policy(name, **params)
+    params = _params(name, params, args)
+    if policy is None:
+        policy = make_policy(name, **params)
     base = None
     if name in TUNED_OF:
         for cand in finals:
