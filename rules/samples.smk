@@ -14,6 +14,9 @@ rule sample_shard:
         f"{LOGS}/{{cluster}}/{{mode}}/sample_shard_{{shard}}.log",
     benchmark:
         f"{BENCH}/{{cluster}}/{{mode}}/sample_shard_{{shard}}.tsv"
+    # every shard before the fits (learn.smk), so that the long fit_policies jobs of both modes
+    # can start together and the short fits fill the cores at the end
+    priority: 2
     conda:
         "../envs/sim.yaml"
     params:
@@ -34,7 +37,7 @@ rule sample_shard:
         " --shard {wildcards.shard} --shards {params.shards} --out {output.shard} > {log} 2>&1"
 
 
-# before the fits of the other mode's samples: it opens the long fit_policies jobs (learn.smk)
+# before the fits: it opens the long fit_policies jobs (learn.smk)
 rule gather_samples:
     input:
         shards=expand(
@@ -50,7 +53,7 @@ rule gather_samples:
         f"{LOGS}/{{cluster}}/{{mode}}/gather_samples.log",
     benchmark:
         f"{BENCH}/{{cluster}}/{{mode}}/gather_samples.tsv"
-    priority: 1
+    priority: 2
     conda:
         "../envs/sim.yaml"
     params:
