@@ -65,7 +65,10 @@ def test_configs_layer_on_the_defaults_and_name_their_run():
     assert set(real["policies"]["names"]) | sequence == set(defaults["policies"]["names"])
     assert sequence <= set(history["policies"]["names"])
     assert history["clusters"]["ls6"]["windows"] == real["clusters"]["ls6"]["windows"]
-    assert load(REPO / "config" / "ls6-feb.yaml")["policies"]["names"] == real["policies"]["names"]
+    feb = load(REPO / "config" / "ls6-feb.yaml")
+    # the second validation month: the same policies with the same settings
+    assert feb["policies"]["names"] == real["policies"]["names"]
+    assert feb["policies"]["params"] == real["policies"]["params"]
     assert list(real["clusters"]) == ["ls6"]
     assert run_name(real, REPO / "config" / "ls6-real.yaml") == "ls6-real"
     assert run_name(load(REPO / "config" / "config.yaml"), REPO / "config" / "config.yaml") == "default"
