@@ -50,7 +50,8 @@ def quantile_grid(train, val, levels, seed):
     allow = plan_allows(pts)
     candidates = q.candidates(train)  # the policy's own cross-fit grid
     for window in map(_window, q.windows):
-        score = q._fit_model(train, seed, window).predict(compact_matrix(pts, q.feature_columns_))
+        score = q._fit_model(train, seed, window, q.newsvendor_tau()).predict(
+            compact_matrix(pts, q.feature_columns_))
         for c in candidates:
             mask = q._lead_mask(pts, score, c["margin_h"], c["floor_h"], c["cap_h"], c["gate"],
                                 c["floor_gate"], allow)
