@@ -146,7 +146,7 @@ def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
 def _synth(args) -> None:
     import yaml
 
-    from mirage.traces.write import write_tacc
+    from mirage.traces.write import not_written, write_tacc
 
     from .synth import synthesize
 
@@ -163,7 +163,15 @@ def _synth(args) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         jobs.to_parquet(out, index=False)
     else:
-        write_tacc(jobs, out)
+        # the layout of the real logs, which record no dependencies either: the calibrated
+        # mode infers the chains from the text, as it does for a real trace
+        dropped = not_written(jobs)
+        write_tacc(jobs, out, dropping=tuple(dropped))
+        if dropped:
+            print(f"note: {out} is TACC text, which has no field for "
+                  + ", ".join(f"{c} ({n} jobs)" for c, n in dropped.items())
+                  + ": not written (a real ls6 log records none either). Fix, to keep them: "
+                  "--out FILE.parquet")
     print(f"synthetic {args.cluster}: {len(jobs)} jobs over {args.days} days (seed {args.seed}) -> {out}")
 
 
@@ -267,7 +275,8 @@ def register(subparsers) -> None:
     y.add_argument("--params", help="YAML file overriding calibration parameters")
     y.add_argument("--params-json", help="overrides as one JSON mapping (what the workflow "
                    "passes from clusters.<cluster>.synthetic.params); over --params")
-    y.add_argument("--out", required=True, help=".log (TACC text) or .parquet (canonical)")
+    y.add_argument("--out", required=True, help=".log (TACC text, as the real logs: no dependency field, the chains are left "
+                        "out with a note) or .parquet (canonical: every column)")
     y.set_defaults(func=_synth)
 
 

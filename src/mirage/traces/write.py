@@ -10,12 +10,36 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage.errors import MirageError
+
+#: columns of a canonical table that the TACC layout has no field for: a table that holds any of
+#: them is refused rather than written without them (a dependency chain dropped on the way out
+#: changes every start a simulator predicts for the trace)
+NOT_IN_LAYOUT = ("depends_on", "eligible", "state")
+
 HEADER = ("JobID", "JobName", "UID", "Start", "Submit", "End", "Priority", "TimelimitR", "ExitCode", "NNodes")
 WIDTHS = (12, 10, 6, 19, 19, 19, 10, 10, 8, 8)
 
 
-def write_tacc(jobs: pd.DataFrame, path: str | Path) -> None:
-    """Write ``jobs`` like ``ls6-a100.log``: count line, padded header, dashes, TAB rows."""
+def not_written(jobs: pd.DataFrame) -> dict[str, int]:
+    """The columns of ``jobs`` with values the TACC layout cannot carry: {column: rows}."""
+    lost = {c: int(jobs[c].notna().sum()) for c in NOT_IN_LAYOUT if c in jobs}
+    return {c: n for c, n in lost.items() if n}
+
+
+def write_tacc(jobs: pd.DataFrame, path: str | Path, dropping: tuple[str, ...] = ()) -> None:
+    """Write ``jobs`` like ``ls6-a100.log``: count line, padded header, dashes, TAB rows.
+
+    Refuses (:class:`MirageError`) a table with values in a column the layout cannot carry
+    (``NOT_IN_LAYOUT``) unless the caller names it in ``dropping``, naming the fix: write it as
+    ``.parquet``, which keeps every column."""
+    lost = {c: n for c, n in not_written(jobs).items() if c not in dropping}
+    if lost:
+        raise MirageError(
+            f"{path}: the TACC text layout has no field for "
+            + ", ".join(f"{c} ({n} of {len(jobs)} jobs)" for c, n in lost.items())
+            + "; written as text the trace would lose them. Fix: write it as .parquet "
+            "(every column kept, read by every mirage command that reads a trace)")
 
     def times(col: str) -> pd.Series:
         return jobs[col].dt.strftime("%Y-%m-%dT%H:%M:%S").fillna("Unknown")
