@@ -352,6 +352,12 @@ def test_with_the_traces_runtimes_and_arrivals_the_drawn_world_is_the_true_one(w
         arrivals = true_future(ep.sim, view, drawn, "arrivals", 72 * 3600)
         assert np.array_equal(arrivals.pending_run, drawn.pending_run)
         assert (arrivals.arrival_submit > t).all() and (arrivals.arrival_submit <= t + 72 * 3600).all()
+        # the plan veto's future is what the scheduler shows, not a draw: no truth enters it
+        # (else the veto of an ablation would know the runtimes and the arrivals)
+        plan = policy.plan_future(view)
+        assert plan.plan and plan.n_arrivals == 0
+        for truth in ("runtimes", "arrivals", "both"):
+            assert true_future(ep.sim, view, plan, truth, 72 * 3600) is plan
     assert moved  # without the predecessor's priority, a wrong estimate moves the successor
 
 

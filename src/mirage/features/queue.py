@@ -168,6 +168,9 @@ class QueueFuture:
     #: ids of the arrivals, never -1 and distinct from the view's ids (a drawn arrival's is
     #: negative)
     arrival_id: np.ndarray | None = None
+    #: the scheduler's plan (every job to its limit, nothing arriving), which a user sees, not a
+    #: draw: an ablation that puts the trace's truth in place of the draws leaves it as it is
+    plan: bool = False
 
     @property
     def n_arrivals(self) -> int:

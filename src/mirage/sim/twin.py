@@ -252,9 +252,13 @@ def true_future(sim: Simulator, view: QueueView, drawn: QueueFuture, truth: str,
     """``drawn`` with the trace's own values in place of the draws named by ``truth``: the
     recorded runtimes of the running and pending jobs the view shows (``runtimes``), the jobs
     the trace submits in (now, now + ``horizon_s``] (``arrivals``), or both. For measuring
-    which part of the twin's model costs it most; a policy never sees this."""
+    which part of the twin's model costs it most; a policy never sees this. The scheduler's
+    plan (``drawn.plan``: the plan veto's future) is observable, not drawn, and comes back as it
+    is: with the truth in it the veto would know the future too."""
     if truth not in TRUTHS:
         raise ValueError(f"truth {truth!r} unknown; use one of {TRUTHS}")
+    if drawn.plan:
+        return drawn
     table = sim.table
     out = dict(vars(drawn))
     if truth in ("runtimes", "both"):
