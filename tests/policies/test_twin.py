@@ -743,3 +743,21 @@ def test_the_arrival_predictors_find_a_weekly_pattern_from_the_past_alone(tmp_pa
         bench_twin_arrivals(tmp_path / "run", horizons_h=(24.0 * 30,))
     with pytest.raises(MirageError, match="Fix:"):
         bench_twin_arrivals(tmp_path / "none")
+
+
+def test_the_plan_rule_compares_submits_shortly_before_the_end_too():
+    # a big job's end can fix the successor's start hours ahead: every submit until shortly
+    # before the predecessor's end then starts early, one at the end late; the rule must have
+    # a candidate in between (ls6 sample 1572: 10.7 h left, on time only from 1.3 h before)
+    from types import SimpleNamespace
+
+    pol = TwinPolicy(rule="plan", step_s=600)
+    left = 64 * 600
+    offs = pol.lead_offsets(SimpleNamespace(now=1000, pred_end=1000 + left))
+    assert offs[0] == 0 and offs[-1] == left
+    assert (np.diff(offs) > 0).all() and (offs <= left).all()
+    steps = set((offs // 600).tolist())
+    assert {1, 2, 4, 8, 16, 32} <= steps  # forward from now
+    assert {63, 62, 60, 56, 48} <= steps  # back from the end
+    assert list(pol.lead_offsets(SimpleNamespace(now=5, pred_end=5))) == [0]
+    assert list(pol.lead_offsets(SimpleNamespace(now=0, pred_end=900))) == [0, 300, 600, 900]
