@@ -275,8 +275,9 @@ def register(subparsers) -> None:
     y.add_argument("--params", help="YAML file overriding calibration parameters")
     y.add_argument("--params-json", help="overrides as one JSON mapping (what the workflow "
                    "passes from clusters.<cluster>.synthetic.params); over --params")
-    y.add_argument("--out", required=True, help=".log (TACC text, as the real logs: no dependency field, the chains are left "
-                        "out with a note) or .parquet (canonical: every column)")
+    y.add_argument("--out", required=True,
+                   help=".log (TACC text, as the real logs: no dependency field, the chains are "
+                        "left out with a note) or .parquet (canonical: every column)")
     y.set_defaults(func=_synth)
 
 
