@@ -6,6 +6,7 @@ import inspect
 import json
 from dataclasses import fields
 from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -749,8 +750,6 @@ def test_the_plan_rule_compares_submits_shortly_before_the_end_too():
     # a big job's end can fix the successor's start hours ahead: every submit until shortly
     # before the predecessor's end then starts early, one at the end late; the rule must have
     # a candidate in between (ls6 sample 1572: 10.7 h left, on time only from 1.3 h before)
-    from types import SimpleNamespace
-
     pol = TwinPolicy(rule="plan", step_s=600)
     left = 64 * 600
     offs = pol.lead_offsets(SimpleNamespace(now=1000, pred_end=1000 + left))

@@ -146,7 +146,7 @@ def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
 def _synth(args) -> None:
     import yaml
 
-    from mirage.traces.write import not_written, write_tacc
+    from mirage.traces.write import NOT_IN_LAYOUT, write_tacc
 
     from .synth import synthesize
 
@@ -165,8 +165,7 @@ def _synth(args) -> None:
     else:
         # the layout of the real logs, which record no dependencies either: the calibrated
         # mode infers the chains from the text, as it does for a real trace
-        dropped = not_written(jobs)
-        write_tacc(jobs, out, dropping=tuple(dropped))
+        dropped = write_tacc(jobs, out, dropping=NOT_IN_LAYOUT)
         if dropped:
             print(f"note: {out} is TACC text, which has no field for "
                   + ", ".join(f"{c} ({n} jobs)" for c, n in dropped.items())

@@ -21,19 +21,17 @@ HEADER = ("JobID", "JobName", "UID", "Start", "Submit", "End", "Priority", "Time
 WIDTHS = (12, 10, 6, 19, 19, 19, 10, 10, 8, 8)
 
 
-def not_written(jobs: pd.DataFrame) -> dict[str, int]:
-    """The columns of ``jobs`` with values the TACC layout cannot carry: {column: rows}."""
-    lost = {c: int(jobs[c].notna().sum()) for c in NOT_IN_LAYOUT if c in jobs}
-    return {c: n for c, n in lost.items() if n}
-
-
-def write_tacc(jobs: pd.DataFrame, path: str | Path, dropping: tuple[str, ...] = ()) -> None:
+def write_tacc(jobs: pd.DataFrame, path: str | Path,
+               dropping: tuple[str, ...] = ()) -> dict[str, int]:
     """Write ``jobs`` like ``ls6-a100.log``: count line, padded header, dashes, TAB rows.
 
-    Refuses (:class:`MirageError`) a table with values in a column the layout cannot carry
-    (``NOT_IN_LAYOUT``) unless the caller names it in ``dropping``, naming the fix: write it as
-    ``.parquet``, which keeps every column."""
-    lost = {c: n for c, n in not_written(jobs).items() if c not in dropping}
+    A column the layout cannot carry (``NOT_IN_LAYOUT``) that holds values is left out only if
+    the caller names it in ``dropping``; otherwise the table is refused (:class:`MirageError`),
+    naming the fix: write it as ``.parquet``, which keeps every column. Returns the columns left
+    out and how many rows had a value in each."""
+    held = {c: int(jobs[c].notna().sum()) for c in NOT_IN_LAYOUT if c in jobs}
+    held = {c: n for c, n in held.items() if n}
+    lost = {c: n for c, n in held.items() if c not in dropping}
     if lost:
         raise MirageError(
             f"{path}: the TACC text layout has no field for "
@@ -57,3 +55,4 @@ def write_tacc(jobs: pd.DataFrame, path: str | Path, dropping: tuple[str, ...] =
     lines = [str(len(rows) + 2), header, dashes, *rows.tolist()]
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text("\n".join(lines) + "\n")
+    return held
