@@ -188,6 +188,12 @@ def test_simulator_replays_real_slurm_job_by_job(slurm_cluster, tmp_path):
     # short jobs only: every job is scored, at a scale of the window, not of days
     assert calib["validation"]["period"]["long_jobs"] == int((trace["submit"] >= cut).sum())
     assert set(calib["validation"]["predictors"]) == {"fitted", "hand", "compat", "zero_wait"}
+    # and the fitted minus the hand-written figures, each with its paired interval
+    vs = calib["validation"]["fitted_vs_hand"]
+    assert set(vs) == {"loo_mae_h", "loo_median_h", "replay_mape"}
+    assert all(d["low"] <= d["high"] and d["verdict"] in ("better", "within noise", "worse")
+               for d in vs.values()), vs
+    assert "fitted - hand (paired 95 % bootstrap)" in res.stdout
     desc = yaml.safe_load(fitted.read_text())
     # the node count is the busy CPUs read off the dump, raised by at most the largest capacity
     # margin calibrate tries (a margin can win on leave-one-out error: 18 of 16 CPUs was seen)

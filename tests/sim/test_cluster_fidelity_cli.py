@@ -9,7 +9,7 @@ import pytest
 from mirage.errors import ConfigError
 from mirage.sim import compat_cluster, load_cluster, replay, to_seconds, warm_start
 from mirage.sim.fidelity import (Period, default_periods, evaluate_period, loo_metrics,
-                                 replay_metrics)
+                                 paired_fidelity_difference, replay_ape, replay_metrics)
 from mirage.sim.inference import infer_capacity, infer_dependencies, infer_user_max_jobs
 
 from .scenarios import T0, make_cluster, make_table
@@ -83,6 +83,30 @@ def test_metrics():
     r = replay_metrics(a * 2, a)
     assert r["replay_corr"] == pytest.approx(1.0) and r["replay_mape"] == pytest.approx(1.0)
     assert replay_metrics(a * 0, a)["replay_corr"] is None
+
+
+def test_paired_fidelity_difference_tells_a_real_gain_from_noise():
+    rng = np.random.default_rng(3)
+    day = pd.date_range("2023-03-01", periods=31, freq="D")
+    real = pd.Series(rng.uniform(1, 3, 31), index=day)
+    close, far = real * 1.05, real * 1.6  # replay APE 0.05 and 0.6 on every day
+    err_b = rng.exponential(1.0, 400)
+    # a errs less on every job and on every day: better on all three figures
+    d = paired_fidelity_difference(err_b * 0.5, err_b, replay_ape(close, real), replay_ape(far, real))
+    assert {k: v["verdict"] for k, v in d.items()} == {
+        "loo_mae_h": "better", "loo_median_h": "better", "replay_mape": "better"}
+    assert d["replay_mape"]["diff"] == pytest.approx(0.05 - 0.6)
+    assert d["replay_mape"]["diff"] == pytest.approx(replay_metrics(close, real)["replay_mape"]
+                                                      - replay_metrics(far, real)["replay_mape"])
+    assert d["loo_mae_h"]["low"] <= d["loo_mae_h"]["diff"] <= d["loo_mae_h"]["high"] < 0
+    # the other way round: worse; and two predictors that differ only by the jobs' own noise
+    # (a shuffled copy of the same errors) are within noise
+    assert paired_fidelity_difference(err_b, err_b * 0.5, replay_ape(far, real),
+                                      replay_ape(close, real))["loo_mae_h"]["verdict"] == "worse"
+    same = paired_fidelity_difference(rng.permutation(err_b), err_b, replay_ape(close, real),
+                                      replay_ape(close * rng.uniform(0.9, 1.1, 31), real))
+    assert same["loo_mae_h"]["diff"] == pytest.approx(0.0, abs=1e-12)
+    assert {v["verdict"] for v in same.values()} == {"within noise"}
 
 
 def test_fidelity_on_a_hand_made_trace():

@@ -197,6 +197,10 @@ def _calibrate(args) -> None:
               f"({per['long_jobs']} jobs with a limit >= {per['long_limit_h']:g} h):")
         for name, vals in report["validation"]["predictors"].items():
             print(f"  {name:10s} " + "  ".join(f"{k}={_fmt(v)}" for k, v in vals.items()))
+        if "fitted_vs_hand" in report["validation"]:
+            print("  fitted - hand (paired 95 % bootstrap): " + "; ".join(
+                f"{k} {d['diff']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}] {d['verdict']}"
+                for k, d in report["validation"]["fitted_vs_hand"].items()))
     if args.report:
         Path(args.report).parent.mkdir(parents=True, exist_ok=True)
         Path(args.report).write_text(json.dumps(report, indent=2, default=str) + "\n")
@@ -250,7 +254,8 @@ def register(subparsers) -> None:
                    help="also measure the fitted description there beside compat and zero-wait")
     k.add_argument("--compare-hand", action="store_true",
                    help="and beside the hand-written description (config/clusters/<cluster>.yaml "
-                        "or --cluster-file)")
+                        "or --cluster-file), with the fitted minus the hand-written figures and "
+                        "their paired 95 %% bootstrap intervals")
     k.add_argument("--cluster-file", help="the hand-written description to compare with")
     k.add_argument("--report", help="JSON: every candidate's training error, the validation figures")
     k.add_argument("--loo-jobs", type=int, default=200, help="leave-one-out jobs per candidate")
