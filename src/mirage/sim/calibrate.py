@@ -47,8 +47,8 @@ LOO_JOBS = 200
 #: longer than the running jobs' limits, so one still queued that long was held and starts
 #: when the trace says (left to the model it starts at once and takes nodes a probe gets in
 #: the trace). A grace of minutes, tried until 2026-12, pins the jobs that only waited for a
-#: scheduler pass or a reservation too: on ls6 the leave-one-out sample chose it in three fits
-#: of twelve, each 1.0-1.7 h worse on the unseen month's MAE (docs/sim.md)
+#: scheduler pass or a reservation too: on ls6 the leave-one-out sample chose 10 min in two
+#: fits of twelve, each 1.4-1.7 h worse on the unseen month's MAE (docs/sim.md)
 PIN_GRACE_SHARES = (0.25, 0.5, 1.0)
 
 
