@@ -14,12 +14,14 @@ import pytest
 
 from mirage.features.queue import QueueView
 from mirage.outcomes import SampleSet, first_true_grouped
+from mirage.outcomes import cost as outcome_cost
 from mirage.policies.twin import TwinPolicy, TwinPolicyError
 from mirage.samples.generate import Episode, SampleSpec, generate_sample
 from mirage.samples.shards import cluster_for
 from mirage.samples.twin import (
-    TUNE_OVERLAP_WEIGHTS, TwinEvalError, ids_in_time_order, plan_submits, quantile_submits,
-    record_draws, record_plan_draws, replay_twin, run_twin, run_twin_episode, tune_twin,
+    TUNE_OVERLAP_WEIGHTS, WORLD_HORIZON_S, TwinEvalError, ids_in_time_order, model_world,
+    plan_submits, quantile_submits, record_draws, record_plan_draws, replay_twin, run_twin,
+    run_twin_episode, run_twin_model_worlds, tune_twin,
 )
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
@@ -414,6 +416,19 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
     assert half["sample_id"].tolist() == want
     full = rows[rows["truth"] == "none"].set_index("sample_id").loc[want, "cost"]
     assert half["cost"].tolist() == full.tolist()
+    # in worlds drawn from the twin's model: the oracle and reactive scored in each world, the
+    # same worlds for every truth (seeded by the sample), the twin never below the oracle
+    out3 = tmp_path / "twin3.csv"
+    res = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(ls6), "--chain-nodes",
+                          "1", "--truth", "none", "both", "-K", "2", "--every", "2", "--world",
+                          "model", "--out", str(out3)], capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr[-2000:]
+    model = pd.read_csv(out3)
+    assert set(model["world"]) == {"model"} and model["sample_id"].tolist() == want * 2
+    assert (model["cost"] >= model["oracle_cost"] - 1e-9).all()
+    none, both = (model[model["truth"] == t].reset_index(drop=True) for t in ("none", "both"))
+    assert none["oracle_cost"].tolist() == both["oracle_cost"].tolist()
+    assert (none["world_arrivals"] > 0).all()
     bad = subprocess.run([sys.executable, "-m", "mirage", "bench", "twin", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "Fix:" in bad.stderr
@@ -536,6 +551,74 @@ def test_a_hole_leaves_its_jobs_and_weeks_out(long_jobs):
         assert np.array_equal(x["id"], y["id"]) and np.array_equal(x["submit"], y["submit"])
     with pytest.raises(TwinPolicyError, match="outside the holes"):
         TwinPolicy(K=4).fit(trace=jobs, seed=0, holes=[(0, 2**40)])
+
+
+WORLD_SPEC = SampleSpec(7, "ls6", "validation", 8, pd.Timestamp("2023-02-01 08:00"))
+
+
+@pytest.mark.parametrize("runtimes", [True, False], ids=["drawn-runtimes", "trace-runtimes"])
+def test_a_model_world_starts_from_the_traces_queue_and_draws_the_rest(long_jobs, runtimes):
+    # the dependencies inferred from recorded times are baked in once: the world's own jobs
+    # have no recorded times to infer from
+    cluster = load_cluster("ls6")
+    assert cluster.infer_dependencies
+    jobs = long_jobs
+    table = JobTable.from_frame(jobs)
+    policy = TwinPolicy(K=4).fit(trace=jobs[jobs["submit"] < "2023-01-29"], seed=0)
+    world = model_world(policy, table, cluster, WORLD_SPEC, np.random.default_rng(5),
+                        runtimes=runtimes)
+    again = model_world(policy, table, cluster, WORLD_SPEC, np.random.default_rng(5),
+                        runtimes=runtimes)
+    assert np.array_equal(world.table.submit, again.table.submit)  # seeded
+    assert np.array_equal(world.table.run, again.table.run) and world.hole == again.hole
+    ep = Episode(table, cluster, WORLD_SPEC)
+    c = ep.t_pred
+    n0 = int(np.searchsorted(table.submit, c, side="right"))
+    w = world.table
+    # up to the predecessor's submit the trace's own jobs; after it the drawn arrivals only
+    assert np.array_equal(w.job_id[:n0], table.job_id[:n0]) and (w.submit[n0:] > c).all()
+    assert world.arrivals == len(w) - n0 > 100 and not world.cluster.infer_dependencies
+    # the service keeps the trace's priority, not the world's median
+    assert w.inserted_tprio == pytest.approx(float(np.median(table.tprio)))
+    # the arrivals: one week block of the training window, the same hours of the week,
+    # shifted to the predecessor's submit; the hole covers the window they copy
+    src = policy.arrival_jobs_["submit"]
+    s, e = world.hole
+    assert e - s == WORLD_HORIZON_S and (c - s) % (7 * DAY) == 0
+    assert policy.span_[0] <= s and e <= policy.span_[1]
+    copied = src[(src > s) & (src <= e)]
+    assert np.array_equal(np.sort(w.submit[n0:]), np.sort(copied[policy.arrival_jobs_["nodes"][
+        (src > s) & (src <= e)] <= 80] - s + c))
+    # the episode's decision point 0 is the trace's: the same queue, the same features
+    sample = generate_sample(table, cluster, WORLD_SPEC)
+    real = sample["points"]
+    drawn = generate_sample(world.table, world.cluster, WORLD_SPEC)["points"]
+    cols = [col for col in real.columns if col.startswith(("f_", "pred_"))]
+    assert np.allclose(real[cols].iloc[0].to_numpy(float), drawn[cols].iloc[0].to_numpy(float),
+                       equal_nan=True)
+    # drawn runtimes of the jobs running and queued then: beyond their elapsed time, within
+    # their limit; the jobs that ended before keep the trace's
+    changed = np.flatnonzero(w.run[:n0] != table.run[:n0])
+    if runtimes:
+        assert world.drawn_runtimes > 10 and len(changed) > 5
+        ep.sim.run_until(c)
+        view = view_from_sim(ep.sim, c, pred_jid=ep.pred, pred_submit=c, pred_limit_s=ep.limit_s,
+                             chain_nodes=8)
+        alive = set(view.running_id.tolist()) | set(view.pending_id.tolist())
+        assert set(changed.tolist()) <= alive
+        start = dict(zip(view.running_id.tolist(), view.running_start.tolist()))
+        for i in changed.tolist():
+            assert w.run[i] <= w.limit[i] and w.run[i] > c - start.get(i, c)
+    else:
+        assert world.drawn_runtimes == 0 and len(changed) == 0
+    # the twin scored in the world: its outcome is one of the world's points, which the
+    # oracle's minimum lies under
+    train = jobs[jobs["submit"] < "2023-01-29"]
+    data = SampleSet(pd.DataFrame([sample["sample"]]), real)
+    rows, _ = run_twin_model_worlds(TwinPolicy(K=2).fit(trace=train, seed=0), data, table, cluster,
+                                    train=train, sample_ids=[7], seed=5, runtimes=runtimes)
+    assert len(rows) == 1 and rows["world_arrivals"].iloc[0] > 100
+    assert rows["oracle_cost"].iloc[0] <= outcome_cost(rows["x_h"], 1.0, 0.5)[0] + 1e-9
 
 
 @pytest.mark.parametrize("rule", ["quantile", "plan"])

@@ -274,13 +274,18 @@ class TwinPolicy(Policy):
         return self._draw_runs(rng, self._supports(users, limits_s, elapsed_s), limits_s, elapsed_s)
 
     # ---- arrival model ---------------------------------------------------------------------
-    def draw_arrivals(self, rng: np.random.Generator, now: int, capacity: int) -> dict:
-        """The jobs submitted in (now, now + horizon]: dict of arrays sorted by submit."""
+    def draw_arrivals(self, rng: np.random.Generator, now: int, capacity: int, *,
+                      horizon_s: int | None = None) -> dict:
+        """The jobs submitted in (now, now + horizon]: dict of arrays sorted by submit, and
+        ``source``: the start of the training window a week block copied (-1: Poisson draws).
+        ``horizon_s``: another horizon than the policy's ``horizon_h`` (a drawn world,
+        mirage.samples.twin.model_world)."""
         self._fitted()
-        H = int(round(float(self.params["horizon_h"]) * 3600))
+        H = int(round(float(self.params["horizon_h"]) * 3600)) if horizon_s is None else int(horizon_s)
         J = self.arrival_jobs_
+        source = -1
         if self.params["arrivals"] == "weeks":
-            idx, submit = self._week_block(rng, now, H)
+            idx, submit, source = self._week_block(rng, now, H)
         else:
             idx, submit = self._poisson(rng, now, H)
         keep = J["nodes"][idx] <= capacity  # a job larger than the cluster cannot be submitted
@@ -298,9 +303,9 @@ class TwinPolicy(Policy):
             ids = -2 - np.arange(len(idx), dtype=np.int64)
         return {"submit": submit, "nodes": J["nodes"][idx], "limit_s": J["limit_s"][idx],
                 "run": J["run"][idx], "user": J["user"][idx], "tprio": J["tprio"][idx],
-                "id": ids, "dep": dep}
+                "id": ids, "dep": dep, "source": int(source)}
 
-    def _week_block(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray]:
+    def _week_block(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray, int]:
         lo, hi = self.span_
         sub = self.arrival_jobs_["submit"]
         # source windows (s, s + H] inside the training span, s = now - m weeks (same hours of
@@ -325,7 +330,7 @@ class TwinPolicy(Policy):
             s = lo  # the span is shorter than the horizon: its jobs once, no more
         a, b = np.searchsorted(sub, [s, s + H], side="right")
         idx = np.arange(a, b)
-        return idx, sub[idx] - s + now
+        return idx, sub[idx] - s + now, s
 
     def _poisson(self, rng, now: int, H: int) -> tuple[np.ndarray, np.ndarray]:
         order, bounds = self.hour_jobs_

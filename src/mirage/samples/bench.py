@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+#: where bench_twin scores the twin: the trace's own samples, or worlds drawn from its model
+WORLDS = ("trace", "model", "model-arrivals")
 LS6_WINDOWS = {"train": ("2022-11-01", "2023-02-28"), "validation": ("2023-03-01", "2023-03-31")}
 
 
@@ -102,18 +104,24 @@ def _need_run(*paths: Path) -> None:
 def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, rules, K: int = 16,
                seed: int = 0, cluster_file=None, sample_ids=None, every: int = 1,
                c_I: float = 1.0, c_O: float = 0.5, plan_veto: bool = False,
-               params: dict | None = None) -> pd.DataFrame:
+               params: dict | None = None, world: str = "trace") -> pd.DataFrame:
     """The twin on a run's validation samples (``results/<run>/<cluster>``), once per rule and
     per ablation (``truths``: none, runtimes, arrivals, both: the trace's own values in place of
     the draws), beside reactive and the oracle: one row per sample and setting. ``every``: every
     N-th validation sample in time order (when ``sample_ids`` is not given). ``plan_veto``: every
     rule simulates only where the scheduler's plan says a submit now is not early. ``params``: more
-    of the twin's constructor settings (e.g. ``runtime_pool``), the same for every rule."""
+    of the twin's constructor settings (e.g. ``runtime_pool``), the same for every rule.
+    ``world``: ``trace`` (the samples as they are) or ``model``: each sample's episode in a world
+    drawn from the twin's own model from the predecessor's submit on (the runtimes of the jobs
+    then running and queued, the arrivals: mirage.samples.twin.model_world), where the oracle
+    and reactive are scored again; ``model-arrivals``: only the arrivals drawn."""
     from mirage.errors import MirageError
     from mirage.outcomes import SampleSet, cost, reference_outcomes
     from mirage.policies.twin import TwinPolicy
     from mirage.samples.shards import cluster_for
-    from mirage.samples.twin import ids_in_time_order, print_progress, run_twin
+    from mirage.samples.twin import (
+        ids_in_time_order, print_progress, run_twin, run_twin_model_worlds,
+    )
     from mirage.sim import JobTable
     from mirage.sim.twin import with_inferred_dependencies
 
@@ -126,6 +134,8 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
     data = SampleSet.load(root / mode / "samples")
     if every < 1:
         raise MirageError(f"--every {every}: must be at least 1")
+    if world not in WORLDS:
+        raise MirageError(f"--world {world!r} unknown. Fix: use one of {WORLDS}")
     ids = ids_in_time_order(data, chain_nodes, every) if sample_ids is None else list(sample_ids)
     oracle = reference_outcomes(data, c_I, c_O).set_index("sample_id")["oracle_cost"]
     rows = []
@@ -134,18 +144,26 @@ def bench_twin(results, *, cluster: str, mode: str, chain_nodes: int, truths, ru
                                "plan_veto": plan_veto}).fit(trace=train, seed=seed)
         for truth in truths:
             t0 = time.perf_counter()
-            res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
-                                   truth=None if truth == "none" else truth,
-                                   progress=print_progress(f"  {rule} {truth} n={chain_nodes}"))
+            progress = print_progress(f"  {rule} {truth} n={chain_nodes} ({world})")
+            if world == "trace":
+                res, timing = run_twin(policy, data, table, desc, sample_ids=ids,
+                                       truth=None if truth == "none" else truth, progress=progress)
+            else:
+                res, timing = run_twin_model_worlds(
+                    policy, data, table, desc, train=train, sample_ids=ids, seed=seed,
+                    truth=None if truth == "none" else truth, runtimes=world == "model",
+                    progress=progress)
             seconds = time.perf_counter() - t0
             asked = timing[timing["draws"] > 0]
-            res = res.assign(rule=rule, truth=truth, plan_veto=plan_veto, cost=cost(res["x_h"].to_numpy(), c_I, c_O),
+            if world == "trace":
+                res = res.assign(oracle_cost=res["sample_id"].map(oracle))
+            res = res.assign(rule=rule, truth=truth, plan_veto=plan_veto, world=world,
+                             cost=cost(res["x_h"].to_numpy(), c_I, c_O),
                              reactive_cost=cost(res["reactive_x_h"].to_numpy(), c_I, c_O),
-                             oracle_cost=res["sample_id"].map(oracle),
                              median_decision_s=float(asked["seconds"].median()) if len(asked) else 0.0,
                              seconds=seconds)
             rows.append(res)
-            print(f"{rule:8s} {truth:8s} n={chain_nodes}: cost {res['cost'].mean():.3f} h, "
+            print(f"{rule:8s} {truth:8s} n={chain_nodes} {world}: cost {res['cost'].mean():.3f} h, "
                   f"reactive {res['reactive_cost'].mean():.3f}, oracle {res['oracle_cost'].mean():.3f} "
                   f"({len(res)} samples, {seconds:.0f} s, median {res['median_decision_s'].iloc[0]:.3f} s "
                   "per decision)", flush=True)
@@ -156,7 +174,7 @@ def _bench_twin(args) -> None:
     out = bench_twin(args.results, cluster=args.cluster, mode=args.mode, chain_nodes=args.chain_nodes,
                      truths=args.truth, rules=args.rule, K=args.K, seed=args.seed,
                      cluster_file=args.cluster_file, every=args.every, plan_veto=args.plan_veto,
-                     params=_twin_params(args.params))
+                     params=_twin_params(args.params), world=args.world)
     if args.out:
         out.to_csv(args.out, index=False)
         print(f"-> {args.out}")
@@ -375,5 +393,10 @@ def register_twin_bench(bsub) -> None:
                         "arriving) says a submit now is not early, for every rule")
     b.add_argument("--params", help="more twin settings as JSON, e.g. "
                    "'{\"runtime_pool\": \"all\"}' (-K, --rule and --plan-veto take precedence)")
+    b.add_argument("--world", choices=list(WORLDS), default="trace",
+                   help="model: score the twin, reactive and the oracle in worlds drawn from the "
+                        "twin's own model from the predecessor's submit on (runtimes of the jobs "
+                        "then queued and running, and the arrivals; model-arrivals: the arrivals "
+                        "only): what the future's uncertainty costs when the model has no bias")
     b.add_argument("--out", help="write one row per sample and setting (CSV)")
     b.set_defaults(func=_bench_twin)

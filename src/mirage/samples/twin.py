@@ -12,6 +12,7 @@ table semantics, which tests/samples/test_closed_loop.py ties to the closed loop
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -19,9 +20,10 @@ import numpy as np
 import pandas as pd
 
 from mirage.errors import MirageError
-from mirage.outcomes import SampleSet
+from mirage.outcomes import SampleSet, cost
 from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
+from mirage.sim.jobs import NO_DEP
 from mirage.sim import twin as engine
 from mirage.sim.twin import true_future, view_from_sim
 
@@ -132,6 +134,126 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
                      "n_points": len(pts), "reactive_x_h": float(pts["x_h"].iloc[-1])})
         if progress is not None:
             progress(len(rows), len(ids), rows[-1])
+    return pd.DataFrame(rows), pd.DataFrame(timing)
+
+
+#: how far past the predecessor's submit a drawn world's arrivals reach: the predecessor's
+#: wait, its 48 h and the successor's wait after it
+WORLD_HORIZON_S = 7 * 86400
+
+
+@dataclass(frozen=True)
+class ModelWorld:
+    """One world drawn from the twin's own model for one sample (:func:`model_world`)."""
+
+    table: JobTable  # the trace up to the predecessor's submit, then the drawn future
+    cluster: object  # the description it is simulated with (dependencies inferred once, baked in)
+    hole: tuple[int, int]  # the training span its arrivals copy: a twin deciding in it must not
+    drawn_runtimes: int  # jobs running or queued at the predecessor's submit given drawn runtimes
+    arrivals: int  # jobs the drawn future submits
+
+
+def model_world(policy, table: JobTable, cluster, spec: SampleSpec, rng: np.random.Generator, *,
+                horizon_s: int = WORLD_HORIZON_S, runtimes: bool = True) -> ModelWorld:
+    """A world in which the twin's model is exactly right: ``spec``'s episode on the trace as
+    it is up to the predecessor's submit (the same queue, the same decision point 0), and from
+    there one future drawn as the fitted ``policy`` draws them (the runtimes of the jobs running
+    and queued then, conditioned on their elapsed time, where ``runtimes``; the arrivals of
+    ``horizon_s``: a week block of its training window). In such a world the oracle still knows
+    the future and the twin only its distribution, so the twin's cost against the oracle's there
+    is what the future's uncertainty (and the rule) costs when the model has no bias; the twin
+    deciding in it is fitted without ``hole`` (else one of its draws would be the world itself).
+    """
+    ep = Episode(table, cluster, spec)
+    c = int(ep.t_pred)
+    ep.sim.run_until(c)
+    view = view_from_sim(ep.sim, c, pred_jid=ep.pred, pred_submit=c, pred_limit_s=ep.limit_s,
+                         chain_nodes=spec.chain_nodes)
+    n0 = int(np.searchsorted(table.submit, c, side="right"))  # the trace's jobs up to c
+    # the service's jobs keep the priority the trace's episode gives them
+    service_tprio = (table.inserted_tprio if table.inserted_tprio is not None
+                     else float(np.median(table.tprio)) if len(table) else 0.0)
+    dep = table.dep
+    if getattr(cluster, "infer_dependencies", False):
+        from mirage.sim.inference import infer_dependencies
+
+        dep = infer_dependencies(table)  # from recorded times: once, on the trace's own
+    run, end = table.run[:n0].copy(), table.end[:n0].copy()
+    drawn = 0
+    if runtimes:
+        for ids, users, limits, elapsed in (
+                (view.running_id, view.running_user, view.running_limit_s, view.running_elapsed_s),
+                (view.pending_id, view.pending_user, view.pending_limit_s,
+                 np.zeros(view.n_pending, np.int64))):
+            ids = np.asarray(ids, dtype=np.int64)
+            mine = (ids >= 0) & (ids < n0)
+            r = policy.draw_runtimes(rng, np.asarray(users, dtype=object)[mine],
+                                     np.asarray(limits)[mine], np.asarray(elapsed)[mine])
+            run[ids[mine]] = r
+            end[ids[mine]] = table.start[ids[mine]] + r
+            drawn += int(mine.sum())
+    arr = policy.draw_arrivals(rng, c, int(view.capacity), horizon_s=horizon_s)
+    na = len(arr["submit"])
+    users = list(table.users)
+    code = {u: i for i, u in enumerate(users)}
+    ucodes = np.empty(na, dtype=np.int64)
+    for j, u in enumerate(arr["user"].tolist()):
+        if str(u) not in code:
+            code[str(u)] = len(users)
+            users.append(str(u))
+        ucodes[j] = code[str(u)]
+    row = {int(i): n0 + j for j, i in enumerate(arr["id"].tolist())}
+    adep = np.array([row.get(int(d), NO_DEP) for d in arr["dep"].tolist()], dtype=np.int64)
+    far = c + 10**8  # an arrival's recorded start: none (it is simulated, never warm-started)
+    a_run = np.minimum(arr["run"], arr["limit_s"]).astype(np.int64)
+    elig = None if table.eligible is None else np.concatenate([table.eligible[:n0], arr["submit"]])
+    world = JobTable(
+        job_id=np.concatenate([table.job_id[:n0], np.array([f"world-{j}" for j in range(na)],
+                                                           dtype=object)]),
+        submit=np.concatenate([table.submit[:n0], arr["submit"]]).astype(np.int64),
+        start=np.concatenate([table.start[:n0], np.full(na, far)]).astype(np.int64),
+        end=np.concatenate([end, far + a_run]).astype(np.int64),
+        limit=np.concatenate([table.limit[:n0], arr["limit_s"]]).astype(np.int64),
+        run=np.concatenate([run, a_run]).astype(np.int64),
+        nodes=np.concatenate([table.nodes[:n0], arr["nodes"]]).astype(np.int64),
+        user=np.concatenate([table.user[:n0], ucodes]).astype(np.int64),
+        tprio=np.concatenate([table.tprio[:n0], np.asarray(arr["tprio"], float)]),
+        dep=np.concatenate([dep[:n0], adep]).astype(np.int64),
+        users=tuple(users), eligible=elig, inserted_tprio=service_tprio)
+    source = int(arr["source"])
+    hole = (source, source + int(horizon_s)) if source >= 0 else (c, c)
+    return ModelWorld(world, cluster.with_(infer_dependencies=False), hole, drawn, na)
+
+
+def run_twin_model_worlds(policy, data: SampleSet, table: JobTable, cluster, *, train: pd.DataFrame,
+                          sample_ids, seed: int = 0, truth: str | None = None,
+                          runtimes: bool = True, progress=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`run_twin` in worlds drawn from the twin's own model (:func:`model_world`, one per
+    sample, seeded by ``(seed, sample_id)``: the same world for every rule and ``truth``): the
+    episode simulated in the world gives the oracle's and reactive's outcomes there, and the
+    twin (``policy``'s settings, refitted on ``train`` without the world's source weeks) decides
+    in it. Returns the frame of :func:`run_twin` with ``oracle_cost`` (at the policy's c_I,
+    c_O) and the world's size, and the timing frame."""
+    from mirage.samples.generate import generate_sample
+
+    samples = data.samples.set_index("sample_id", drop=False)
+    c_I, c_O = float(policy.params["c_I"]), float(policy.params["c_O"])
+    rows, timing = [], []
+    for sid in sample_ids:
+        spec = spec_of(samples.loc[sid])
+        world = model_world(policy, table, cluster, spec, np.random.default_rng([int(seed), int(sid)]),
+                            runtimes=runtimes)
+        pts = generate_sample(world.table, world.cluster, spec)["points"]
+        twin = type(policy)(**policy.get_params()).fit(trace=train, seed=policy.seed_,
+                                                      holes=[world.hole])
+        k, tim = run_twin_episode(twin, world.table, world.cluster, spec, pts, truth=truth)
+        timing.extend(tim)
+        x = pts["x_h"].to_numpy(dtype=float)
+        rows.append({"sample_id": int(sid), "k": k, "x_h": float(x[k]), "n_points": len(pts),
+                     "reactive_x_h": float(x[-1]), "oracle_cost": float(cost(x, c_I, c_O).min()),
+                     "world_arrivals": world.arrivals, "world_drawn_runtimes": world.drawn_runtimes})
+        if progress is not None:
+            progress(len(rows), len(sample_ids), rows[-1])
     return pd.DataFrame(rows), pd.DataFrame(timing)
 
 

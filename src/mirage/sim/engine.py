@@ -90,7 +90,8 @@ class _Static:
         self.user_max_jobs = dict(user_max_jobs or {})
         # whether any per-user limit can hold a job (if not, the passes skip the counters)
         self.user_limits = bool(self.user_max_jobs) or self.max_jobs < INF or self.max_nodes < INF
-        self.median_tprio = float(np.median(table.tprio)) if n else 0.0
+        self.median_tprio = (float(table.inserted_tprio) if table.inserted_tprio is not None
+                             else float(np.median(table.tprio)) if n else 0.0)
         bf = cluster.backfill
         self.bf_mode = bf.mode
         self.bf_interval = int(bf.interval_s)

@@ -49,6 +49,10 @@ class JobTable:
     users: tuple = field(default=())
     # int64 s: when the job became eligible (recorded Eligible, else its submit); None = submit
     eligible: np.ndarray | None = None
+    # the recorded-priority component of a job inserted without one (the service's: Simulator.
+    # insert_job, what_if); None = the median of ``tprio`` (the trace's typical job). A table
+    # whose jobs are not all the trace's (a drawn world) keeps the trace's value here
+    inserted_tprio: float | None = None
 
     def __len__(self) -> int:
         return len(self.submit)
