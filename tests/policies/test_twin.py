@@ -611,6 +611,24 @@ def test_a_model_world_starts_from_the_traces_queue_and_draws_the_rest(long_jobs
             assert w.run[i] <= w.limit[i] and w.run[i] > c - start.get(i, c)
     else:
         assert world.drawn_runtimes == 0 and len(changed) == 0
+    # the twin's own world of a view of the drawn world, given that world's runtimes and
+    # arrivals, is the drawn world: its x at every candidate submit time is the episode's
+    wep = Episode(world.table, world.cluster, WORLD_SPEC)
+    asked = 0
+    for t, row in wep:
+        if row["k"] in (60, 200) and wep.pred_start() >= 0:
+            view = view_from_sim(wep.sim, t, pred_jid=wep.pred, pred_submit=wep.t_pred,
+                                 pred_limit_s=wep.limit_s, chain_nodes=8)
+            both = true_future(wep.sim, view, policy.draw_future(view, policy.rng_for(view, 0)),
+                               "both", 72 * 3600)
+            offsets = np.array([0, 600, 1800, 6 * 3600])
+            x = simulate_leads(view, both, world.cluster, offsets_s=offsets)
+            want = drawn["x_h"].to_numpy()[row["k"] + offsets // 600]
+            assert np.allclose(x, want), (row["k"], x, want)
+            asked += 1
+        if row["k"] >= 200:
+            break
+    assert asked == 2
     # the twin scored in the world: its outcome is one of the world's points, which the
     # oracle's minimum lies under
     train = jobs[jobs["submit"] < "2023-01-29"]
