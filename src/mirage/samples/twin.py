@@ -148,7 +148,8 @@ class ModelWorld:
 
     table: JobTable  # the trace up to the predecessor's submit, then the drawn future
     cluster: object  # the description it is simulated with (dependencies inferred once, baked in)
-    hole: tuple[int, int]  # the training span its arrivals copy: a twin deciding in it must not
+    # the training span its arrivals copy: a twin deciding in the world is fitted without it
+    hole: tuple[int, int]
     drawn_runtimes: int  # jobs running or queued at the predecessor's submit given drawn runtimes
     arrivals: int  # jobs the drawn future submits
 

@@ -90,8 +90,9 @@ class _Static:
         self.user_max_jobs = dict(user_max_jobs or {})
         # whether any per-user limit can hold a job (if not, the passes skip the counters)
         self.user_limits = bool(self.user_max_jobs) or self.max_jobs < INF or self.max_nodes < INF
-        self.median_tprio = (float(table.inserted_tprio) if table.inserted_tprio is not None
-                             else float(np.median(table.tprio)) if n else 0.0)
+        # the recorded-priority component of an inserted job given none (JobTable.inserted_tprio)
+        self.inserted_tprio = (float(table.inserted_tprio) if table.inserted_tprio is not None
+                               else float(np.median(table.tprio)) if n else 0.0)
         bf = cluster.backfill
         self.bf_mode = bf.mode
         self.bf_interval = int(bf.interval_s)
@@ -236,7 +237,8 @@ class Simulator:
         """Queue a job that the trace does not hold; returns its jid (>= number of trace jobs).
 
         ``run_s`` defaults to the limit (a chained service job runs until it is killed).
-        ``priority`` is the recorded-priority component (default: the trace's median).
+        ``priority`` is the recorded-priority component (default: the table's
+        ``inserted_tprio``; unless set, the trace's median).
         """
         s = self.s
         submit = int(submit)
@@ -248,7 +250,7 @@ class Simulator:
         if nodes < 1 or limit_s < 1:
             raise SimInputError("an inserted job needs nodes >= 1 and a limit >= 1 s")
         run = int(limit_s if run_s is None else min(run_s, limit_s))
-        tp = s.median_tprio if priority is None else float(priority)
+        tp = s.inserted_tprio if priority is None else float(priority)
         static = s.w_trace * tp + s.size_norm * nodes
         jid = self.next_jid
         self.next_jid += 1

@@ -27,11 +27,12 @@ def planned_start(sim, nodes: int, limit_s: int, priority: float | None = None
     ``start`` is the planned start in epoch seconds (None if the plan never has room: the job
     is larger than any capacity ahead); ``node_seconds_ahead`` is the limit-based work of the
     eligible pending jobs that rank above it. ``priority`` is the recorded-priority component
-    (default: the trace's median, as for :meth:`Simulator.insert_job`). ``sim`` is not changed.
+    (default: the table's ``inserted_tprio``; unless set, the trace's median; as for
+    :meth:`Simulator.insert_job`). ``sim`` is not changed.
     """
     s = sim.s
     now, res = sim.now, s.bf_res
-    tp = s.median_tprio if priority is None else float(priority)
+    tp = s.inserted_tprio if priority is None else float(priority)
     mine = s.w_trace * tp + s.size_norm * nodes  # its age is 0
     rate, cap_age = s.age_rate, (s.max_age if s.age_capped else INF)
     times, frees = free_profile(sim)
