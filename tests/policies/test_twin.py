@@ -556,11 +556,12 @@ def test_a_hole_leaves_its_jobs_and_weeks_out(long_jobs):
 WORLD_SPEC = SampleSpec(7, "ls6", "validation", 8, pd.Timestamp("2023-02-01 08:00"))
 
 
-@pytest.mark.parametrize("runtimes", [True, False], ids=["drawn-runtimes", "trace-runtimes"])
-def test_a_model_world_starts_from_the_traces_queue_and_draws_the_rest(long_jobs, runtimes):
-    # the dependencies inferred from recorded times are baked in once: the world's own jobs
-    # have no recorded times to infer from
-    cluster = load_cluster("ls6")
+@pytest.mark.parametrize("runtimes,holds", [(True, False), (False, False), (True, True)],
+                         ids=["drawn-runtimes", "trace-runtimes", "inferred-holds"])
+def test_a_model_world_starts_from_the_traces_queue_and_draws_the_rest(long_jobs, runtimes, holds):
+    # the dependencies (and holds) inferred from recorded times are baked in: the world's own
+    # jobs have no recorded times to infer from
+    cluster = load_cluster("ls6").with_(infer_holds=holds)
     assert cluster.infer_dependencies
     jobs = long_jobs
     table = JobTable.from_frame(jobs)
@@ -577,7 +578,8 @@ def test_a_model_world_starts_from_the_traces_queue_and_draws_the_rest(long_jobs
     w = world.table
     # up to the predecessor's submit the trace's own jobs; after it the drawn arrivals only
     assert np.array_equal(w.job_id[:n0], table.job_id[:n0]) and (w.submit[n0:] > c).all()
-    assert world.arrivals == len(w) - n0 > 100 and not world.cluster.infer_dependencies
+    assert world.arrivals == len(w) - n0 > 100
+    assert not world.cluster.infer_dependencies and not world.cluster.infer_holds
     # the service keeps the trace's priority, not the world's median
     assert w.inserted_tprio == pytest.approx(float(np.median(table.tprio)))
     # the arrivals: one week block of the training window, the same hours of the week,

@@ -147,7 +147,7 @@ class ModelWorld:
     """One world drawn from the twin's own model for one sample (:func:`model_world`)."""
 
     table: JobTable  # the trace up to the predecessor's submit, then the drawn future
-    cluster: object  # the description it is simulated with (dependencies inferred once, baked in)
+    cluster: object  # the description it is simulated with (inferred dependencies and holds baked in)
     # the training span its arrivals copy: a twin deciding in the world is fitted without it
     hole: tuple[int, int]
     drawn_runtimes: int  # jobs running or queued at the predecessor's submit given drawn runtimes
@@ -174,11 +174,11 @@ def model_world(policy, table: JobTable, cluster, spec: SampleSpec, rng: np.rand
     # the service's jobs keep the priority the trace's episode gives them
     service_tprio = (table.inserted_tprio if table.inserted_tprio is not None
                      else float(np.median(table.tprio)) if len(table) else 0.0)
-    dep = table.dep
-    if getattr(cluster, "infer_dependencies", False):
-        from mirage.sim.inference import infer_dependencies
-
-        dep = infer_dependencies(table)  # from recorded times: once, on the trace's own
+    # the dependencies and queue-entry times the trace's simulation uses (those the description
+    # infers from recorded times included), baked into the world: its drawn jobs have no
+    # recorded times to infer from
+    static = ep.sim.s
+    dep, qtime = static.table.dep, static.qtime_arr
     run, end = table.run[:n0].copy(), table.end[:n0].copy()
     drawn = 0
     if runtimes:
@@ -207,7 +207,6 @@ def model_world(policy, table: JobTable, cluster, spec: SampleSpec, rng: np.rand
     adep = np.array([row.get(int(d), NO_DEP) for d in arr["dep"].tolist()], dtype=np.int64)
     far = c + 10**8  # an arrival's recorded start: none (it is simulated, never warm-started)
     a_run = np.minimum(arr["run"], arr["limit_s"]).astype(np.int64)
-    elig = None if table.eligible is None else np.concatenate([table.eligible[:n0], arr["submit"]])
     world = JobTable(
         job_id=np.concatenate([table.job_id[:n0], np.array([f"world-{j}" for j in range(na)],
                                                            dtype=object)]),
@@ -220,10 +219,12 @@ def model_world(policy, table: JobTable, cluster, spec: SampleSpec, rng: np.rand
         user=np.concatenate([table.user[:n0], ucodes]).astype(np.int64),
         tprio=np.concatenate([table.tprio[:n0], np.asarray(arr["tprio"], float)]),
         dep=np.concatenate([dep[:n0], adep]).astype(np.int64),
-        users=tuple(users), eligible=elig, inserted_tprio=service_tprio)
+        users=tuple(users), eligible=np.concatenate([qtime[:n0], arr["submit"]]).astype(np.int64),
+        inserted_tprio=service_tprio)
     source = int(arr["source"])
     hole = (source, source + int(horizon_s)) if source >= 0 else (c, c)
-    return ModelWorld(world, cluster.with_(infer_dependencies=False), hole, drawn, na)
+    return ModelWorld(world, cluster.with_(infer_dependencies=False, infer_holds=False), hole,
+                      drawn, na)
 
 
 def run_twin_model_worlds(policy, data: SampleSet, table: JobTable, cluster, *, train: pd.DataFrame,
