@@ -27,7 +27,7 @@ from mirage.policies import (  # noqa: E402
 )
 from mirage.policies.cli import TUNED_OF  # noqa: E402
 from mirage.policies.replayed import REPLAYED_POLICY_NAMES  # noqa: E402
-from mirage.traces.fetch import PUBLISHED  # noqa: E402
+from mirage.traces.fetch import PUBLISHED, bundled_trace  # noqa: E402
 
 validate(
     config,
@@ -154,9 +154,13 @@ def fitted(cluster):
 
 
 def description(wildcards):
-    """The fitted description a calibrated-mode job reads (an input), or nothing."""
-    calibrated = getattr(wildcards, "mode", "calibrated") == "calibrated"
-    if not (calibrated and fitted(wildcards.cluster)):
+    """The description a calibrated-mode job reads (an input) where it is not the hand-written
+    one: fitted from the trace, or a synthetic trace's own scheduler; else nothing."""
+    if getattr(wildcards, "mode", "calibrated") != "calibrated":
+        return []
+    if config["clusters"][wildcards.cluster].get("description") == "generator":
+        return [f"{R}/{wildcards.cluster}/sim/generator_cluster.yaml"]
+    if not fitted(wildcards.cluster):
         return []
     return [f"{R}/{wildcards.cluster}/sim/fitted_cluster.yaml"]
 
@@ -166,13 +170,25 @@ def cluster_file_flag(wildcards):
 
 
 def raw_trace(wildcards):
-    """The raw trace a cluster's config asks for: synthetic, the publisher's file, or a path."""
+    """The raw trace a cluster's config asks for: synthetic, the publisher's file, the copy
+    this project ships (data/traces/), or a path."""
     cfg = config["clusters"][wildcards.cluster]
     if cfg["source"] == "synthetic":
         return f"{R}/{wildcards.cluster}/raw/synthetic.log"
     if cfg["source"] == "fetch":
         return f"{R}/{wildcards.cluster}/raw/{PUBLISHED[wildcards.cluster][0]}"
+    if cfg["source"] == "bundled":
+        return bundled_trace(wildcards.cluster, workflow.basedir)
     return cfg["path"]
+
+
+def trace_kind(cluster):
+    """What a cluster's trace is, for every table and figure that names it."""
+    return (
+        "synthetic stand-in"
+        if config["clusters"][cluster]["source"] == "synthetic"
+        else "real"
+    )
 
 
 def clean_flags(wildcards):

@@ -125,6 +125,7 @@ rule notebooks:
 rule check_claims:
     input:
         evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
+        outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
         # an input where the run has one, so that a regenerated reference reruns the check
         expected=lambda w: [EXPECTED] if Path(EXPECTED).exists() else [],
     output:
@@ -135,6 +136,7 @@ rule check_claims:
             labels={"document": "claims.md"},
         ),
         table=f"{R}/claims.csv",
+        learning=f"{R}/learning.csv",
     log:
         f"{LOGS}/check_claims.log",
     benchmark:
@@ -143,20 +145,14 @@ rule check_claims:
         "../envs/report.yaml"
     params:
         run=RUN,
-        traces=json.dumps(
-            {
-                c: (
-                    "synthetic"
-                    if config["clusters"][c]["source"] == "synthetic"
-                    else "real"
-                )
-                for c in CLUSTERS
-            }
-        ),
+        traces=json.dumps({c: trace_kind(c) for c in CLUSTERS}),
+        seed=config["seed"],
         expected=EXPECTED,
         code=code("mirage.evaluate.claims"),
     shell:
         # the verdict on the console as well as in the log: a failure shows what is off
-        "python -m mirage claims {input.evaluations} --run {params.run} --traces '{params.traces}'"
+        "python -m mirage claims {input.evaluations} --outcomes {input.outcomes}"
+        " --run {params.run} --traces '{params.traces}' --seed {params.seed}"
         " --expected {params.expected} --out {output.claims} --table {output.table}"
+        " --learning {output.learning}"
         " 2>&1 | tee {log}"

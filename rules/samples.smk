@@ -22,6 +22,7 @@ rule sample_shard:
     params:
         windows=lambda w: cluster_cfg(w)["windows"],
         every=config["samples"]["every_hours"],
+        train_every=config["samples"].get("train_every_hours") or config["samples"]["every_hours"],
         nodes=" ".join(map(str, config["samples"]["chain_nodes"])),
         shards=SHARDS,
         cluster_file=cluster_file_flag,
@@ -33,7 +34,8 @@ rule sample_shard:
         " --train-window {params.windows[train][start]} {params.windows[train][end]}"
         " --validation-window {params.windows[validation][start]}"
         " {params.windows[validation][end]}"
-        " --every-hours {params.every} --chain-nodes {params.nodes}"
+        " --every-hours {params.every} --train-every-hours {params.train_every}"
+        " --chain-nodes {params.nodes}"
         " --shard {wildcards.shard} --shards {params.shards} --out {output.shard} > {log} 2>&1"
 
 

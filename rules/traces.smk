@@ -4,6 +4,7 @@
 rule synth_trace:
     output:
         trace=f"{R}/{{cluster}}/raw/synthetic.log",
+        description=f"{R}/{{cluster}}/sim/generator_cluster.yaml",
     log:
         f"{LOGS}/{{cluster}}/synth_trace.log",
     benchmark:
@@ -18,7 +19,8 @@ rule synth_trace:
         code=code("mirage.sim.synth", "mirage.sim.cli", "mirage.traces.write"),
     shell:
         "python -m mirage sim synth {wildcards.cluster} --seed {params.seed} --start {params.start}"
-        " --days {params.days} --params-json '{params.overrides}' --out {output.trace} > {log} 2>&1"
+        " --days {params.days} --params-json '{params.overrides}' --out {output.trace}"
+        " --description-out {output.description} > {log} 2>&1"
 
 
 # Downloads run where Snakemake runs: compute nodes of a cluster often have no internet.

@@ -28,6 +28,10 @@ def test_shipped_configs_are_valid(path):
         (lambda c: c.pop("policies"), "policies"),
         (lambda c: c["clusters"]["ls6"]["windows"]["train"].update(end="2000-01-01"), "clusters.ls6.windows.train"),
         (lambda c: c["clusters"]["ls6"].update(source="file"), "clusters.ls6.path"),
+        # the synthetic trace's own scheduler exists only for a synthetic trace
+        (lambda c: c["clusters"]["ls6"].update(description="generator"),
+         "clusters.ls6.description"),
+        (lambda c: c["samples"].update(train_every_hours=0), "samples.train_every_hours"),
     ],
 )
 def test_error_names_the_bad_key(mutate, key):

@@ -47,6 +47,10 @@ def _check_windows(config: dict, source: str) -> None:
                 )
         if cluster.get("source") == "file" and "path" not in cluster:
             raise ConfigError(f"{source}: key `clusters.{name}.path` is required when source is `file`")
+        if cluster.get("description") == "generator" and cluster.get("source") != "synthetic":
+            raise ConfigError(f"{source}: key `clusters.{name}.description`: `generator` (the "
+                              "synthetic trace's own scheduler) needs `source: synthetic`. Fix: "
+                              "use auto, file or fitted")
 
 
 def _read(p: Path) -> dict:

@@ -213,3 +213,46 @@ def test_held_jobs_are_skipped_not_blocking():
     d = _demand([(0, 0, 1, 60, 100, -1), (5, 0, 1, 60, 100, -1), (6, 1, 1, 60, 100, -1),
                  (7, 2, 1, 60, 300, -1), (8, 2, 1, 60, 100, 3)], user_limit=1)
     assert schedule(d).tolist() == [0, 100, 6, 7, 307]
+
+
+def test_the_generators_own_scheduler_is_written_for_the_calibrated_mode(tmp_path):
+    """`description: generator`: the synthetic trace's scheduler, as a description the
+    calibrated mode reads back, with a warm start and the chains inferred from the text."""
+    import dataclasses
+
+    from mirage.sim.calibrate import write_description
+    from mirage.sim.cluster import load_cluster
+    from mirage.sim.synth import generator_description, scheduler_for
+    from mirage.traces.synth import draw_demand
+
+    params = {"scheduler": {"bf_interval_s": 60}, "capacity_changes": [["2021-03-03T00:00:00", 60]]}
+    table, desc = synthesize("frontera", "2021-03-01", 4, seed=3, params=params,
+                             with_description=True)
+    demand = draw_demand("frontera", "2021-03-01", 4, 3, params)
+    own = scheduler_for(demand)
+    assert desc.backfill == own.backfill and desc.backfill.interval_s == 60
+    assert desc.priority == own.priority and desc.max_jobs_per_user == own.max_jobs_per_user
+    assert desc.warm_start and desc.infer_dependencies
+    # capacity in epoch seconds: the change falls on its date
+    assert [pd.Timestamp(t, unit="s") for t, _ in desc.capacity[1:]] == [pd.Timestamp("2021-03-03")]
+    assert generator_description(demand) == desc
+    path = write_description(desc, tmp_path / "gen.yaml", header="test")
+    back = load_cluster("frontera", path)
+    assert dataclasses.replace(back, sources={}) == dataclasses.replace(desc, sources={})
+    assert "own scheduler" in path.read_text()
+    pd.testing.assert_frame_equal(table, synthesize("frontera", "2021-03-01", 4, seed=3,
+                                                    params=params))
+
+
+def test_training_samples_can_be_spaced_apart_from_the_validation_samples():
+    from mirage.samples.shards import Plan
+
+    windows = {"train": ("2021-01-05", "2021-01-15"), "validation": ("2021-01-16", "2021-01-26")}
+    same = Plan("ls6", windows, 4, (1, 8)).specs()
+    apart = Plan("ls6", windows, 4, (1, 8), train_every_hours=12).specs()
+    count = lambda specs, split: sum(s.split == split for s in specs)  # noqa: E731
+    # a window's end day counts, and the last 5 days hold no start (the horizon)
+    assert count(same, "validation") == count(apart, "validation") == 2 * 6 * 6
+    assert count(same, "train") == 3 * count(apart, "train") == 2 * 6 * 6
+    assert {s.start for s in apart if s.split == "validation"} == \
+        {s.start for s in same if s.split == "validation"}

@@ -16,6 +16,7 @@ def _shard(args) -> None:
         windows={"train": tuple(args.train_window), "validation": tuple(args.validation_window)},
         every_hours=args.every_hours,
         chain_nodes=tuple(args.chain_nodes),
+        train_every_hours=args.train_every_hours,
     )
     traces = {"train": pd.read_parquet(args.train), "validation": pd.read_parquet(args.validation)}
     data = run_shard(plan, traces, shard=args.shard, shards=args.shards, mode=args.mode,
@@ -55,7 +56,10 @@ def register(sub) -> None:
     p.add_argument("--validation", required=True, help="validation split (parquet)")
     p.add_argument("--train-window", nargs=2, required=True, metavar=("START", "END"))
     p.add_argument("--validation-window", nargs=2, required=True, metavar=("START", "END"))
-    p.add_argument("--every-hours", type=float, required=True)
+    p.add_argument("--every-hours", type=float, required=True,
+                   help="hours between two sample starts of a window")
+    p.add_argument("--train-every-hours", type=float,
+                   help="the training window's spacing, where it differs (default: --every-hours)")
     p.add_argument("--chain-nodes", type=int, nargs="+", required=True)
     p.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
     p.add_argument("--cluster-file", help="the calibrated mode's cluster description (default: "

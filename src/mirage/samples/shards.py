@@ -27,13 +27,21 @@ class Plan:
     windows: dict  # split -> (start, end)
     every_hours: float
     chain_nodes: tuple[int, ...]
+    #: the training window's spacing, where it differs from ``every_hours``
+    train_every_hours: float | None = None
+
+    def spacing(self, split: str) -> float:
+        """Hours between two sample starts of ``split``."""
+        if split == "train" and self.train_every_hours:
+            return self.train_every_hours
+        return self.every_hours
 
     def specs(self) -> list[SampleSpec]:
         out = []
         for split in SPLITS:
             start, end = self.windows[split]
             for nodes in self.chain_nodes:
-                for t in sample_starts(start, end, every_hours=self.every_hours):
+                for t in sample_starts(start, end, every_hours=self.spacing(split)):
                     out.append(SampleSpec(len(out), self.cluster, split, int(nodes), t))
         return out
 

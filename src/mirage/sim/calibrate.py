@@ -460,7 +460,7 @@ def write_description(d: ClusterDescription, path: str | Path, header: str = "")
     s = d.sources
 
     def leaf(key, value):
-        return {"value": value, "source": s.get(key, "fitted (mirage sim calibrate)")}
+        return {"value": value, "source": s.get(key, s.get("*", "fitted (mirage sim calibrate)"))}
 
     doc = {
         "cluster": d.cluster,

@@ -154,10 +154,16 @@ def _synth(args) -> None:
     if args.params_json:
         params = {**(params or {}), **json.loads(args.params_json)}
     try:
-        jobs = synthesize(args.cluster, start=args.start, days=args.days, seed=args.seed,
-                          params=params)
+        jobs, description = synthesize(args.cluster, start=args.start, days=args.days,
+                                       seed=args.seed, params=params, with_description=True)
     except ValueError as e:
         raise MirageError(str(e)) from None
+    if args.description_out:
+        from .calibrate import write_description
+
+        write_description(description, args.description_out, header=(
+            f"The scheduler of the synthetic {args.cluster} trace {args.out} (mirage sim synth, "
+            f"seed {args.seed}): read by the calibrated mode with `description: generator`"))
     out = Path(args.out)
     if out.suffix == ".parquet":
         out.parent.mkdir(parents=True, exist_ok=True)
@@ -282,6 +288,8 @@ def register(subparsers) -> None:
     y.add_argument("--out", required=True,
                    help=".log (TACC text, as the real logs: no dependency field, the chains are "
                         "left out with a note) or .parquet (canonical: every column)")
+    y.add_argument("--description-out", help="also write the simulator's description of the "
+                   "trace's own scheduler here (.yaml; `description: generator` reads it)")
     y.set_defaults(func=_synth)
 
 

@@ -20,6 +20,8 @@ waits on ls6 arise without any shortage of nodes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pandas as pd
 
@@ -71,6 +73,23 @@ def scheduler_for(demand: Demand) -> ClusterDescription:
     )
 
 
+def generator_description(demand: Demand) -> ClusterDescription:
+    """The simulator's description of the cluster that scheduled ``demand``: its generator's
+    own scheduler (:func:`scheduler_for`), for replaying the synthetic trace in the calibrated
+    mode (``description: generator``). Warm starts as for a real trace, and the dependency
+    chains are inferred from the text as for a real log, which records none (the TACC layout
+    the synthetic trace is written in has no field for them); capacity times in epoch seconds."""
+    d = scheduler_for(demand)
+    origin = int(demand.origin.timestamp())
+    src = d.sources["*"].replace("mirage.sim.synth: ", "")
+    return dataclasses.replace(
+        d, capacity=tuple((origin + t, c) for t, c in d.capacity), warm_start=True,
+        infer_dependencies=True,
+        sources={"*": f"the synthetic trace's own scheduler: {src}",
+                 "model.infer_dependencies": "the TACC text the trace is written in drops the "
+                 "chains; inferred from it as for a real log"})
+
+
 def demand_table(demand: Demand) -> JobTable:
     """``demand`` as the simulator's job table (index = the demand's job index)."""
     j = demand.jobs
@@ -107,12 +126,16 @@ def schedule(demand: Demand) -> np.ndarray:
 
 
 def synthesize(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
-               params: dict | None = None) -> pd.DataFrame:
+               params: dict | None = None, *, with_description: bool = False):
     """A synthetic canonical job table for ``cluster`` with submits in ``[start, start+days)``.
 
     Also contains the jobs submitted during the warm-up before ``start`` that are still queued
     or running at ``start``. Every job starts and ends (the schedule runs to completion), so
     ends may lie after ``start + days``. Same arguments, same table.
+
+    With ``with_description``, returns ``(table, description)``: the table and the
+    :func:`generator_description` of its scheduler.
     """
     demand = draw_demand(cluster, start, days, seed, params)
-    return demand.to_table(schedule(demand))
+    table = demand.to_table(schedule(demand))
+    return (table, generator_description(demand)) if with_description else table

@@ -31,6 +31,26 @@ ATTRIBUTION = (
 )
 
 
+#: the published traces this project ships compressed (data/traces/, CC BY 4.0 with its
+#: attribution): the offline default reads them as they are
+BUNDLED = {"ls6": "data/traces/ls6-a100.log.xz"}
+
+
+def bundled_trace(cluster: str, root: str | Path) -> str:
+    """The path of the copy of ``cluster``'s published trace that this project ships, under
+    the checkout ``root`` (``source: bundled``)."""
+    if cluster not in BUNDLED:
+        raise FetchError(
+            f"the project ships no trace of cluster {cluster!r} (it ships: {', '.join(BUNDLED)}); "
+            "use `source: fetch` (the publisher's file) or `source: file` with a path instead"
+        )
+    path = Path(root) / BUNDLED[cluster]
+    if not path.exists():
+        raise FetchError(f"the shipped {cluster} trace {path} is missing from this checkout. "
+                         "Fix: restore it with `git checkout -- data/traces`")
+    return str(path)
+
+
 def published_url(cluster: str) -> str:
     if cluster not in PUBLISHED:
         raise FetchError(

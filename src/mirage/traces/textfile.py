@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import bz2
+import gzip
+import lzma
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,6 +12,9 @@ from mirage.errors import TraceFormatError
 
 # Bytes inspected to decide whether a file is binary; NUL never occurs in a text trace.
 _SNIFF_BYTES = 1 << 16
+# Compressed text is read as the text it holds, recognised by its magic bytes (not its name).
+_COMPRESSED = {b"\xfd7zXZ\x00": ("xz", lzma.decompress), b"\x1f\x8b": ("gzip", gzip.decompress),
+               b"BZh": ("bzip2", bz2.decompress)}
 
 
 @dataclass(frozen=True)
@@ -20,7 +26,8 @@ class Line:
 def read_lines(path: str | Path) -> list[Line]:
     """All non-blank lines of ``path`` with their line numbers.
 
-    Raises TraceFormatError for a missing, unreadable, binary or empty file.
+    A file compressed with xz, gzip or bzip2 is read as the text it holds. Raises
+    TraceFormatError for a missing, unreadable, corrupt, binary or empty file.
     """
     p = Path(path)
     if not p.exists():
@@ -31,6 +38,7 @@ def read_lines(path: str | Path) -> list[Line]:
         data = p.read_bytes()
     except OSError as exc:
         raise TraceFormatError(p, f"cannot be read ({exc.strerror})", "check its permissions") from None
+    data = _decompressed(p, data)
     nul = data.find(b"\x00", 0, _SNIFF_BYTES)
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
@@ -53,3 +61,16 @@ def read_lines(path: str | Path) -> list[Line]:
             p, "is empty (no non-blank line)", "check that the download or sacct dump completed"
         )
     return lines
+
+
+def _decompressed(p: Path, data: bytes) -> bytes:
+    """``data`` decompressed when it starts with an xz, gzip or bzip2 header, else as it is."""
+    for magic, (name, decompress) in _COMPRESSED.items():
+        if data.startswith(magic):
+            try:
+                return decompress(data)
+            except (lzma.LZMAError, OSError, EOFError, ValueError) as exc:
+                raise TraceFormatError(p, f"is a truncated or corrupt {name} file ({exc})",
+                                       "download or copy it again, or give the uncompressed "
+                                       "text") from None
+    return data
