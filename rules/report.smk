@@ -102,6 +102,7 @@ rule notebook:
     params:
         results=lambda w, input: str(Path(input.evaluations[0]).parents[1]),
         clusters=",".join(CLUSTERS),
+        labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
         seed=config["seed"],
         notebook=lambda w: str(NOTEBOOKS / f"{w.notebook}.ipynb"),
         # the notebook's content and the code it runs, not its path: a copy of the workflow
@@ -114,7 +115,7 @@ rule notebook:
     shell:
         "python -m mirage notebook run {params.notebook} --out {output.notebook}"
         " --html {output.html} -p results {params.results} -p clusters {params.clusters}"
-        " -p seed {params.seed} > {log} 2>&1"
+        " -p labels '{params.labels}' -p seed {params.seed} > {log} 2>&1"
 
 
 rule notebooks:

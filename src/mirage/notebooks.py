@@ -4,15 +4,18 @@ it to HTML.
 Every notebook takes the papermill parameters of ``PARAMETERS`` (its first code cell, tagged
 ``parameters``): ``results``, a run's results directory (``results/<run>``, holding
 ``<cluster>/trace/``, ``<cluster>/<mode>/samples/``, ``<cluster>/evaluation.csv``, ...),
-``clusters``, comma-separated cluster keys, and for ``report`` the ``seed`` of its bootstrap
-intervals. A file a cluster lacks is named in the output, never an error.
+``clusters``, comma-separated cluster keys, ``labels``, a JSON object mapping a cluster key to
+the label that names it in headings, tables and figures (the config's ``clusters.<key>.label``;
+default ``{}``: a cluster it lacks is named by its key), and for ``report`` the ``seed`` of its
+bootstrap intervals. A file a cluster lacks is named in the output, never an error.
 
 The kernel is ipykernel in the interpreter running this module, whatever kernelspecs the
 Jupyter paths hold, so ``/path/to/venv/bin/python -m mirage notebook run ...`` executes in that
 venv even when it is not activated.
 
     mirage notebook run notebooks/traces.ipynb --out traces.ipynb --html traces.html \\
-        -p results results/default -p clusters frontera,longhorn,ls6
+        -p results results/default -p clusters frontera,longhorn,ls6 \\
+        -p labels '{"ls6": "Lonestar6 A100 (real trace)"}'
 """
 
 from __future__ import annotations
@@ -25,10 +28,10 @@ from mirage.errors import MirageError
 #: The documented parameters of each notebook in ``notebooks/`` (tests/workflow/test_notebooks.py
 #: checks every notebook's ``parameters`` cell against this).
 PARAMETERS: dict[str, tuple[str, ...]] = {
-    "report": ("results", "clusters", "seed"),
-    "traces": ("results", "clusters"),
-    "models": ("results", "clusters"),
-    "provisioning": ("results", "clusters"),
+    "report": ("results", "clusters", "labels", "seed"),
+    "traces": ("results", "clusters", "labels"),
+    "models": ("results", "clusters", "labels"),
+    "provisioning": ("results", "clusters", "labels"),
 }
 KERNEL = "python3"
 
@@ -119,7 +122,7 @@ def render_html(executed, html) -> Path:
 
 def parse_value(text: str):
     """A ``-p`` value as papermill's own ``-p`` reads it: True/False/None, an int, a float, or
-    the string itself."""
+    the string itself (a JSON object such as ``labels`` stays a string: the notebook parses it)."""
     if text in ("True", "False", "None"):
         return {"True": True, "False": False, "None": None}[text]
     for kind in (int, float):

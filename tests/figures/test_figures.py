@@ -108,8 +108,35 @@ def test_figures_evaluation(stages, capsys, tmp_path):
                              "--out-dir", out)
     assert code == 0
     expected = {f"{kind}_{m}_n{n}" for kind in CELL_FIGURES for m in MODES for n in (1, 8)}
+    expected |= {f"headline_{m}" for m in MODES}
     assert figure_names(out) == expected | {"level_tradeoff_ls6"}
     assert len([ln for ln in lines if not ln.startswith("note:")]) == len(expected) + 1
+
+
+def test_the_headline_names_the_policies_a_reader_asks_about(stages):
+    """Interruption against overlap, one panel per chain size: reactive, the best baseline,
+    REINFORCE, the best learned policy and the oracle named, each with its intervals."""
+    from mirage.figures.headline import headline_figure, named_policies
+
+    out = pd.read_parquet(stages / "eval" / "outcomes.parquet")
+    out = out[out["mode"] == "calibrated"]
+    one = out[out["chain_nodes"] == 1]
+    roles = named_policies(one)
+    cost = one.groupby("policy")["cost"].mean()
+    learned = cost[["dqn", "pg"]]
+    assert roles["reactive"] == "reactive" and roles["oracle"] == "oracle"
+    assert roles[str(learned.idxmin())].endswith("best learned")
+    assert "paper's method" in roles["pg"]
+    best_base = cost[["average", "fixed_lead", "plan_lead"]].idxmin()
+    assert roles[best_base] == "best baseline"
+    # 8-node chains have no learned policy here: only the rules and the oracle are named
+    assert set(named_policies(out[out["chain_nodes"] == 8])) <= set(POLICIES)
+    fig = headline_figure(out, "ls6")
+    axes = fig.axes
+    assert len(axes) == 2 and "1-node" in axes[0].get_title() and "8-node" in axes[1].get_title()
+    texts = {t.get_text().split("\n")[0] for t in axes[0].texts}
+    assert texts == set(roles)
+    assert axes[0].get_xlim()[0] == 0 and axes[0].get_ylim()[0] == 0
 
 
 def test_evaluation_without_reactive_or_oracle(stages, capsys, tmp_path):

@@ -12,13 +12,14 @@ import nbformat
 import pytest
 import yaml
 from paths import REPO
-from runs import TINY
+from runs import TINY, snakemake
 
 from mirage.errors import MirageError
 from mirage.notebooks import PARAMETERS, register, run_notebook
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 TINY_CLUSTERS = sorted(yaml.safe_load(TINY.read_text())["clusters"])
+TINY_LABELS = {c: s["label"] for c, s in yaml.safe_load(TINY.read_text())["clusters"].items()}
 
 
 def _parameters_cell(nb):
@@ -70,8 +71,10 @@ def _outputs(nb):
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_notebook_executes_on_the_tiny_run(path, tiny_run, tmp_path):
     results = _results(tiny_run)
-    # one cluster that the run lacks: named in the output, not an error
-    params = {"results": str(results), "clusters": ",".join(TINY_CLUSTERS + ["nowhere"])}
+    # one cluster that the run lacks: named in the output, not an error; each cluster of the run
+    # named by its label (the missing one, which has none, by its key)
+    params = {"results": str(results), "clusters": ",".join(TINY_CLUSTERS + ["nowhere"]),
+              "labels": json.dumps(TINY_LABELS)}
     if "seed" in PARAMETERS[path.stem]:
         params["seed"] = 7
     out, html = tmp_path / f"{path.stem}.ipynb", tmp_path / f"{path.stem}.html"
@@ -84,6 +87,8 @@ def test_notebook_executes_on_the_tiny_run(path, tiny_run, tmp_path):
     assert "nowhere" in shown, "the missing cluster is not named"
     page = html.read_text()
     assert page.lstrip().lower().startswith("<!doctype html") and "data:image/png;base64" in page
+    for label in TINY_LABELS.values():
+        assert label in shown and label in page, f"{label!r} not shown"
 
 
 def _probe(tmp_path, source="import sys\nprint(sys.executable, x)"):
@@ -131,6 +136,23 @@ def test_cli_runs_a_notebook_and_renders_it(tmp_path, capsys):
           "-p", "x", "7", "-p", "y", "frontera,ls6"])
     assert "7 'frontera,ls6'" in capsys.readouterr().out
     assert out.exists() and "7 'frontera,ls6'" in html.read_text()
+
+
+def test_cli_keeps_a_json_value_a_string(tmp_path, capsys):
+    # the workflow passes the clusters' labels as one JSON object; the notebook parses it
+    probe = _probe(tmp_path, "import json\nprint(type(x).__name__, json.loads(x))")
+    labels = {"ls6": "Lonestar6 A100 (real trace)", "frontera": "Frontera RTX (synthetic stand-in)"}
+    _cli(["notebook", "run", str(probe), "--out", str(tmp_path / "run.ipynb"),
+          "-p", "x", json.dumps(labels)])
+    assert f"str {labels}" in capsys.readouterr().out
+
+
+def test_the_notebook_rule_passes_every_clusters_label():
+    res = snakemake("-n", "-p", "--forceall", "results/default/notebooks/models.html")
+    assert res.returncode == 0, res.stdout + res.stderr
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    labels = {c: config["clusters"][c]["label"] for c in sorted(config["clusters"])}
+    assert f"-p labels '{json.dumps(labels)}'" in res.stdout
 
 
 def test_unknown_parameter_is_left_out_and_a_failing_cell_is_an_error(tmp_path, capsys):

@@ -61,7 +61,8 @@ LEARNING_COLUMNS = ["cluster", "trace", "mode", "chain_nodes", "n", "comparison"
 
 
 def _fmt(v: float, unit: str) -> str:
-    return f"{v:.0f} %" if unit == "%" else f"{v:.0%}"
+    """A reduction in % or a share, both written as a percentage."""
+    return f"{v if unit == '%' else 100 * v:.0f} %"
 
 
 def _per_sample(out: pd.DataFrame, policy: str) -> pd.DataFrame:

@@ -18,6 +18,7 @@ from mirage.figures.style import (
     COLUMN_W, DOUBLE_W, ROLE_COLORS, legend_below, log_axis, plain_ticks, policy_order,
     policy_style, slug, styled,
 )
+from mirage.figures.headline import headline_figure
 from mirage.report import BASELINES, OVERLAP_GOAL_H, ZERO_INTERRUPTION_GOAL
 
 X_LABEL = "x = start(successor) − end(predecessor) [h]"
@@ -455,11 +456,18 @@ def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
     """Every evaluation figure, one at a time: yields ``(name, figure, note)``, the figure None
     (and the note saying why) where there is nothing to draw.
 
-    Per (mode, chain size): x_cdf_, x_box_, zero_interruption_, cost_vs_oracle_,
+    Per mode: headline_<mode> (interruption against overlap of every policy, the ones a
+    reader asks about named; mirage.figures.headline). Per (mode, chain size): x_cdf_, x_box_, zero_interruption_, cost_vs_oracle_,
     interruption_reduction_, lead_sweep_, seeds_<mode>_n<nodes> (with the cluster after the
     kind where the tables hold several; seeds_ where ``seeds``, seeds.csv, has rows); per
     cluster: level_tradeoff_<cluster>.
     """
+    modes = outcomes.groupby("mode", sort=True) if "mode" in outcomes.columns else [("", outcomes)]
+    for mode, part in modes:
+        title = ", ".join(t for t in (label, f"{mode} simulator" if mode else "") if t)
+        yield ("headline" + (f"_{slug(mode)}" if mode else ""),
+               headline_figure(part, f"{title}: interruption against overlap, lower left is "
+                                     "better"), "")
     for key, part in cells(outcomes):
         title = cell_title(label, key)
         yield cell_name("x_cdf", key), x_cdf_figure(part, title), ""

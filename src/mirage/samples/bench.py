@@ -15,6 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mirage.traces.fetch import bundled_trace
+
 #: where bench_twin scores the twin: the trace's own samples, or worlds drawn from its model
 WORLDS = ("trace", "model", "model-arrivals")
 LS6_WINDOWS = {"train": ("2022-11-01", "2023-02-28"), "validation": ("2023-03-01", "2023-03-31")}
@@ -66,7 +68,7 @@ def bench_samples(trace, cluster: str, windows: dict, *, every_hours: float, cha
 
 
 def _bench(args) -> None:
-    trace = Path(args.trace or Path.cwd().parent / "shared" / "traces" / "ls6-a100.log")
+    trace = Path(args.trace or bundled_trace("ls6", Path(__file__).resolve().parents[3]))
     res = bench_samples(trace, args.cluster, LS6_WINDOWS, every_hours=args.every_hours,
                         chain_nodes=args.chain_nodes, workers=args.workers, mode=args.mode,
                         train_policies=args.train)
@@ -80,7 +82,8 @@ def _bench(args) -> None:
 
 def register_bench(bsub) -> None:
     b = bsub.add_parser("samples", help="time all samples of a trace and RL training on them")
-    b.add_argument("--trace", help="default: ../shared/traces/ls6-a100.log (the paper's ls6 windows)")
+    b.add_argument("--trace", help="default: the real ls6 trace in data/traces/ (the paper's ls6 "
+                   "windows)")
     b.add_argument("--cluster", default="ls6")
     b.add_argument("--every-hours", type=float, default=4.0)
     b.add_argument("--chain-nodes", type=int, nargs="+", default=[1, 8])

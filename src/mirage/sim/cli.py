@@ -128,10 +128,14 @@ def _bench(args) -> None:
 
 
 def _default_trace() -> str:
-    p = Path(__file__).resolve().parents[3].parent / "shared" / "traces" / "ls6-a100.log"
-    if not p.is_file():
-        raise MirageError(f"no trace given and {p} is absent. Fix: pass --trace PATH")
-    return str(p)
+    """The real ls6 trace this checkout ships (data/traces/)."""
+    from mirage.errors import FetchError
+    from mirage.traces.fetch import bundled_trace
+
+    try:
+        return bundled_trace("ls6", Path(__file__).resolve().parents[3])
+    except FetchError as e:
+        raise MirageError(f"no trace given, and {e}. Or pass --trace PATH") from None
 
 
 def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
@@ -296,7 +300,7 @@ def register(subparsers) -> None:
 def register_bench(bench_subparsers) -> None:
     """Add ``mirage bench sim``."""
     b = bench_subparsers.add_parser("sim", help="simulator speed: replay, what-if, sweep")
-    b.add_argument("--trace", help="trace (default: ../shared/traces/ls6-a100.log)")
+    b.add_argument("--trace", help="trace (default: the real ls6 trace in data/traces/)")
     b.add_argument("--cluster", default="ls6")
     b.add_argument("--cluster-file", help="cluster description YAML (default: config/clusters/<cluster>.yaml)")
     b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)

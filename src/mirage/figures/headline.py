@@ -1,0 +1,102 @@
+"""The headline figure: what each kind of provisioner costs on one cluster, interruption
+against overlap per handover, one panel per chain size.
+
+Every policy of the run is a point at its mean overlap (x) and mean interruption (y) over the
+validation samples, with 95 % bootstrap intervals (percentile, over samples) on both; the
+ones a reader asks about are named: reactive resubmission, the best baseline, the paper's
+method (REINFORCE, ``pg``), the best learned policy (by mean cost on these samples, so
+optimistic) and the oracle, which knows the future. Grey lines are the cost contours
+(interruption + c_O x overlap). Lower left is better.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from mirage.evaluate.metrics import NOT_LEARNED
+from mirage.figures.style import DOUBLE_W, policy_style, styled
+from mirage.report import BASELINES
+
+PAPER_METHOD = "pg"
+N_BOOT = 1000
+
+
+def named_policies(part: pd.DataFrame) -> dict[str, str]:
+    """policy -> its role in the headline, for one cell's outcomes."""
+    cost = part.groupby("policy")["cost"].mean()
+    roles = {}
+    if "reactive" in cost:
+        roles["reactive"] = "reactive"
+    base = cost[[p for p in cost.index if p in BASELINES and p != "reactive"]]
+    if len(base):
+        roles.setdefault(str(base.idxmin()), "best baseline")
+    if PAPER_METHOD in cost:
+        roles.setdefault(PAPER_METHOD, "paper's method")
+    learned = cost[[p for p in cost.index if p not in NOT_LEARNED]]
+    if len(learned):
+        best = str(learned.idxmin())
+        roles[best] = ("paper's method, best learned" if best == PAPER_METHOD
+                       else "best learned")
+    if "oracle" in cost:
+        roles["oracle"] = "oracle"
+    return roles
+
+
+def _means_with_intervals(part: pd.DataFrame, seed: int) -> pd.DataFrame:
+    """Per policy: mean interruption and overlap (a mean over training seeds per sample) and
+    their 95 % bootstrap intervals over samples (the same resamples for every policy)."""
+    per = (part.groupby(["policy", "sample_id"])[["interruption_h", "overlap_h"]].mean()
+           .unstack("policy"))
+    idx = np.random.default_rng(seed).integers(0, len(per), size=(N_BOOT, len(per)))
+    rows = []
+    for policy in per["interruption_h"].columns:
+        row = {"policy": policy}
+        for metric in ("interruption_h", "overlap_h"):
+            v = per[metric][policy].to_numpy(dtype=float)
+            lo, hi = np.percentile(v[idx].mean(axis=1), [2.5, 97.5])
+            row |= {metric: v.mean(), f"{metric}_low": lo, f"{metric}_high": hi}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@styled
+def headline_figure(out: pd.DataFrame, title: str = "", c_O: float = 0.5, seed: int = 0):
+    """One panel per chain size of ``out`` (one cluster's outcomes in one simulator mode)."""
+    import matplotlib.pyplot as plt
+
+    sizes = sorted(out["chain_nodes"].unique())
+    fig, axes = plt.subplots(1, len(sizes), figsize=(DOUBLE_W, 3.4), squeeze=False)
+    for ax, nodes in zip(axes[0], sizes):
+        part = out[out["chain_nodes"] == nodes]
+        means = _means_with_intervals(part, seed)
+        roles = named_policies(part)
+        top = max(means["interruption_h_high"].max(), 0.1) * 1.1
+        right = max(means["overlap_h_high"].max(), 0.1) * 1.1
+        for level in np.linspace(0, top + c_O * right, 7)[1:]:
+            xs = np.array([0, right])
+            ax.plot(xs, level - c_O * xs, color="0.85", lw=0.6, zorder=0)
+        for _, r in means.iterrows():
+            named = r["policy"] in roles
+            style = policy_style(r["policy"])
+            ax.errorbar(r["overlap_h"], r["interruption_h"],
+                        xerr=[[r["overlap_h"] - r["overlap_h_low"]],
+                              [r["overlap_h_high"] - r["overlap_h"]]],
+                        yerr=[[r["interruption_h"] - r["interruption_h_low"]],
+                              [r["interruption_h_high"] - r["interruption_h"]]],
+                        fmt=style["marker"], ms=6 if named else 3.5,
+                        color=style["color"] if named else "0.6", elinewidth=0.7,
+                        capsize=1.5, alpha=1.0 if named else 0.7, zorder=3 if named else 2)
+            if named:
+                ax.annotate(f"{r['policy']}\n({roles[r['policy']]})",
+                            (r["overlap_h"], r["interruption_h"]), xytext=(5, 4),
+                            textcoords="offset points", fontsize=7, color=style["color"])
+        ax.set_xlim(0, right)
+        ax.set_ylim(0, top)
+        ax.set_xlabel("mean overlap per handover [h] (node-hours wasted / nodes)")
+        ax.set_ylabel("mean interruption per handover [h]")
+        n = part["sample_id"].nunique()
+        ax.set_title(f"{int(nodes)}-node chains, {n} validation samples")
+    if title:
+        fig.suptitle(title)
+    return fig
