@@ -22,7 +22,8 @@ rule sample_shard:
     params:
         windows=lambda w: cluster_cfg(w)["windows"],
         every=config["samples"]["every_hours"],
-        train_every=config["samples"].get("train_every_hours") or config["samples"]["every_hours"],
+        train_every=config["samples"].get("train_every_hours")
+        or config["samples"]["every_hours"],
         nodes=" ".join(map(str, config["samples"]["chain_nodes"])),
         shards=SHARDS,
         cluster_file=cluster_file_flag,

@@ -3,7 +3,8 @@ against overlap per handover, one panel per chain size.
 
 Every policy of the run is a point at its mean overlap (x) and mean interruption (y) over the
 validation samples, with 95 % bootstrap intervals (percentile, over samples) on both; the
-ones a reader asks about are named: reactive resubmission, the best baseline, the paper's
+ones a reader asks about are named in the legend (with the others they coincide with):
+reactive resubmission, the best baseline, the paper's
 method (REINFORCE, ``pg``), the best learned policy (by mean cost on these samples, so
 optimistic) and the oracle, which knows the future. Grey lines are the cost contours
 (interruption + c_O x overlap). Lower left is better.
@@ -25,7 +26,7 @@ N_BOOT = 1000
 def named_policies(part: pd.DataFrame) -> dict[str, str]:
     """policy -> its role in the headline, for one cell's outcomes."""
     cost = part.groupby("policy")["cost"].mean()
-    roles = {}
+    roles: dict[str, str] = {}
     if "reactive" in cost:
         roles["reactive"] = "reactive"
     base = cost[[p for p in cost.index if p in BASELINES and p != "reactive"]]
@@ -60,6 +61,18 @@ def _means_with_intervals(part: pd.DataFrame, seed: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _coincident(means: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
+    """Named policies drawn on the very same point as another named one (REINFORCE that stays
+    reactive): policy -> the others it hides, for its legend entry."""
+    at = means.set_index("policy")[["overlap_h", "interruption_h"]]
+    out = {}
+    for p in roles:
+        others = [q for q in roles if q != p and np.allclose(at.loc[p], at.loc[q])]
+        if others:
+            out[p] = " = ".join(others)
+    return out
+
+
 @styled
 def headline_figure(out: pd.DataFrame, title: str = "", c_O: float = 0.5, seed: int = 0):
     """One panel per chain size of ``out`` (one cluster's outcomes in one simulator mode)."""
@@ -76,24 +89,32 @@ def headline_figure(out: pd.DataFrame, title: str = "", c_O: float = 0.5, seed: 
         for level in np.linspace(0, top + c_O * right, 7)[1:]:
             xs = np.array([0, right])
             ax.plot(xs, level - c_O * xs, color="0.85", lw=0.6, zorder=0)
+        same = _coincident(means, roles)
         for _, r in means.iterrows():
             named = r["policy"] in roles
             style = policy_style(r["policy"])
+            label = None
+            if named:
+                label = r["policy"] + ("" if roles[r["policy"]] == r["policy"]
+                                       else f" ({roles[r['policy']]})")
+                if r["policy"] in same:
+                    label += f" = {same[r['policy']]}"
             ax.errorbar(r["overlap_h"], r["interruption_h"],
                         xerr=[[r["overlap_h"] - r["overlap_h_low"]],
                               [r["overlap_h_high"] - r["overlap_h"]]],
                         yerr=[[r["interruption_h"] - r["interruption_h_low"]],
                               [r["interruption_h_high"] - r["interruption_h"]]],
-                        fmt=style["marker"], ms=6 if named else 3.5,
-                        color=style["color"] if named else "0.6", elinewidth=0.7,
-                        capsize=1.5, alpha=1.0 if named else 0.7, zorder=3 if named else 2)
-            if named:
-                ax.annotate(f"{r['policy']}\n({roles[r['policy']]})",
-                            (r["overlap_h"], r["interruption_h"]), xytext=(5, 4),
-                            textcoords="offset points", fontsize=7, color=style["color"])
+                        fmt=style["marker"], ms=7 if named else 3.5,
+                        color=style["color"] if named else "0.7", elinewidth=0.8 if named else 0.5,
+                        capsize=1.5, alpha=1.0 if named else 0.6, zorder=3 if named else 2,
+                        label=label)
+        handles, labels = ax.get_legend_handles_labels()
+        order = sorted(range(len(labels)), key=lambda i: list(roles).index(labels[i].split()[0]))
+        ax.legend([handles[i] for i in order], [labels[i] for i in order], loc="upper right",
+                  fontsize=6.5, frameon=True, framealpha=0.85)
         ax.set_xlim(0, right)
         ax.set_ylim(0, top)
-        ax.set_xlabel("mean overlap per handover [h] (node-hours wasted / nodes)")
+        ax.set_xlabel("mean overlap per handover [h]")
         ax.set_ylabel("mean interruption per handover [h]")
         n = part["sample_id"].nunique()
         ax.set_title(f"{int(nodes)}-node chains, {n} validation samples")
