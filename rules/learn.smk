@@ -215,6 +215,7 @@ rule evaluate:
             for m in MODES
         ),
         policies=" ".join(POLICIES),
+        label=lambda w: cluster_cfg(w)["label"],
         seeds=TRAINING_SEEDS,
         c_I=config["policies"]["costs"]["interruption"],
         c_O=config["policies"]["costs"]["overlap"],
@@ -222,7 +223,7 @@ rule evaluate:
         code=code("mirage.evaluate.cli"),
     shell:
         "python -m mirage evaluate {params.runs} --policies {params.policies}"
-        " --training-seeds {params.seeds} --c-I {params.c_I} --c-O {params.c_O} --out-dir {params.out} > {log} 2>&1"
+        " --label '{params.label}' --training-seeds {params.seeds} --c-I {params.c_I} --c-O {params.c_O} --out-dir {params.out} > {log} 2>&1"
 
 
 rule evaluation:

@@ -90,7 +90,8 @@ def _evaluate(args) -> None:
     # the spread over training seeds of the policies fitted more than once (a header alone
     # when every policy was fitted once)
     seed_spread(pd.concat(spreads, ignore_index=True)).to_csv(out_dir / "seeds.csv", index=False)
-    (out_dir / "evaluation.md").write_text(to_markdown(table) + "\n")
+    title = f"# {args.label}: every policy on the validation samples\n\n" if args.label else ""
+    (out_dir / "evaluation.md").write_text(title + to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
     pd.DataFrame(fits).to_csv(out_dir / "fits.csv", index=False)
     # the data of the lead-sweep figures (mirage figures evaluation); a header alone when no
@@ -108,6 +109,8 @@ def register(sub) -> None:
     p.add_argument("--run", nargs=3, action="append", required=True, metavar=("MODE", "SAMPLES", "MODELS"),
                    help="simulator mode, its SampleSet directory and its models directory (repeatable)")
     p.add_argument("--policies", nargs="+", required=True)
+    p.add_argument("--label", default="", help="the cluster's label (e.g. 'Longhorn V100 "
+                   "(synthetic stand-in)'), the heading of evaluation.md")
     p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
     p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
     p.add_argument("--device", default="cpu")
