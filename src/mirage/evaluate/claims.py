@@ -208,7 +208,8 @@ def learning_pays(out: pd.DataFrame, traces: dict[str, str] | None = None,
     traces = traces or {}
     rows = []
     for (cluster, mode, nodes), setting in _settings(out):
-        policies = sorted(set(setting["policy"]))
+        costs = setting.groupby("policy")["cost"].mean()
+        policies = sorted(costs.index)
         learned = [p for p in policies if p not in NOT_LEARNED]
         baselines = [p for p in policies if p in BASELINES]
         pairs = [("best learned vs best baseline", learned, baselines)]
@@ -219,7 +220,6 @@ def learning_pays(out: pd.DataFrame, traces: dict[str, str] | None = None,
                 continue
             d = paired_difference(setting, a, b, seed=[seed, zlib.crc32(
                 f"{cluster}/{mode}/{nodes}/{comparison}".encode())])
-            costs = setting.groupby("policy")["cost"].mean()
             rows.append({"cluster": cluster, "trace": traces.get(cluster, "?"), "mode": mode,
                          "chain_nodes": int(nodes), "n": d["n"], "comparison": comparison,
                          "policy": min(a, key=costs.get), "against": min(b, key=costs.get),

@@ -15,11 +15,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.evaluate.metrics import NOT_LEARNED
+from mirage.evaluate.claims import PAPER_METHOD, best_learned
 from mirage.figures.style import DOUBLE_W, policy_style, styled
 from mirage.report import BASELINES
 
-PAPER_METHOD = "pg"
 N_BOOT = 1000
 
 
@@ -34,9 +33,8 @@ def named_policies(part: pd.DataFrame) -> dict[str, str]:
         roles.setdefault(str(base.idxmin()), "best baseline")
     if PAPER_METHOD in cost:
         roles.setdefault(PAPER_METHOD, "paper's method")
-    learned = cost[[p for p in cost.index if p not in NOT_LEARNED]]
-    if len(learned):
-        best = str(learned.idxmin())
+    best = best_learned(part)
+    if best is not None:
         roles[best] = ("paper's method, best learned" if best == PAPER_METHOD
                        else "best learned")
     if "oracle" in cost:
