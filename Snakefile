@@ -2,11 +2,13 @@ import os
 
 # Mirage: learning when to resubmit a long-running service on a batch GPU cluster.
 #
-#   raw traces -> clean -> train/validation split -> (samples -> features -> models ->
-#   evaluation -> figures, in later stages)
+#   raw traces -> clean -> train/validation split -> simulated provisioning samples and
+#   features -> fitted policies -> evaluation, claims and expected values -> figures,
+#   notebooks and report
 #
-# Default: calibrated synthetic traces, no network. Real traces: --configfile config/paper.yaml
-# (publisher's files) or config/ls6-real.yaml (a local file). Science parameters live in the
+# Default: the bundled real Lonestar6 A100 trace beside synthetic stand-ins for Frontera and
+# Longhorn, no network. All three published traces: --configfile config/paper.yaml; your own
+# trace: copy config/ls6-real.yaml and give it a `path:`. Science parameters live in the
 # config (validated against config/schema.yaml); threads and resources in the rules/profiles.
 
 

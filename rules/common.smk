@@ -109,6 +109,10 @@ wildcard_constraints:
 GPUS = int(str(config["policies"].get("device", "cpu")).startswith("cuda"))
 
 
+# the costs per hour of interruption and of overlap (policies.costs), as every command takes them
+COST_FLAGS = "--c-I {c_I} --c-O {c_O}".format(**config["policies"]["costs"])
+
+
 def fit_params(policies):
     """`mirage fit --params` for ``policies``: one policy's parameters, or for several a map
     from each name to its parameters."""
@@ -197,3 +201,62 @@ def clean_flags(wildcards):
     if "procs_per_node" in cfg:
         flags += f" --procs-per-node {cfg['procs_per_node']}"
     return flags
+
+
+def training_flags(wildcards, input):
+    """`mirage figures training` reads every mode's model directories."""
+    return " ".join(f"--models {m} {R}/{wildcards.cluster}/{m}/models" for m in MODES)
+
+
+def input_flags(wildcards, input):
+    """One `--name path` option per named input (lead_sweep -> --lead-sweep)."""
+    return " ".join(
+        f"--{name.replace('_', '-')} {path}" for name, path in input.items()
+    )
+
+
+def cluster_table(name, label):
+    """A cluster's table `<name>.csv` in the report's Tables, captioned by report/<name>_table.rst."""
+    return report(
+        f"{R}/{{cluster}}/{name}.csv",
+        caption=f"../report/{name}_table.rst",
+        category="Tables",
+        subcategory="{cluster}",
+        labels={"table": label, "cluster": "{cluster}"},
+    )
+
+
+def run_document(name, caption, category):
+    """A run's document `<name>` in the report, captioned by report/<caption>.rst."""
+    return report(
+        f"{R}/{name}",
+        caption=f"../report/{caption}.rst",
+        category=category,
+        labels={"document": name},
+    )
+
+
+def parent(name, up=0):
+    """For params: the directory holding the input or output `name` (`up` levels above it)."""
+
+    def directory_of(wildcards, input, output):
+        files = input if name in input.keys() else output
+        path = getattr(files, name)
+        return str(Path(path if isinstance(path, str) else path[0]).parents[up])
+
+    return directory_of
+
+
+#: what the report and the notebooks read beside the tables: the run's results directory, every
+#: cluster's label and the config's seed
+RUN_PARAMS = {
+    "results": parent("evaluations", up=1),
+    "labels": json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
+    "seed": config["seed"],
+}
+
+
+#: a cluster's train / validation split of its clean trace (rule split_trace)
+SPLIT = {
+    part: f"{R}/{{cluster}}/trace/{part}.parquet" for part in ("train", "validation")
+}

@@ -10,14 +10,22 @@ localrules:
     run_config,
 
 
+#: the run's tables that the report and the notebooks read: per cluster its evaluation,
+#: outcomes, simulator fidelity and trace summary, and per cluster and mode its samples' summary
+RUN_TABLES = {
+    "evaluations": expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
+    "outcomes": expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
+    "fidelity": expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
+    "summaries": expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
+    "samples": expand(
+        f"{R}/{{cluster}}/{{mode}}/samples/summary.json", cluster=CLUSTERS, mode=MODES
+    ),
+}
+
+
 rule run_config:
     output:
-        config=report(
-            f"{R}/config.yaml",
-            caption="../report/config.rst",
-            category="Configuration",
-            labels={"document": "config.yaml"},
-        ),
+        config=run_document("config.yaml", "config", "Configuration"),
     log:
         f"{LOGS}/run_config.log",
     conda:
@@ -32,24 +40,11 @@ rule run_config:
 
 rule report:
     input:
-        evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
-        outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
-        fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
-        summaries=expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
-        # read by the report beside the tables: the cleaning counts and the samples' summaries
+        **RUN_TABLES,
+        # read by the report beside the tables: the cleaning counts
         cleaning=expand(f"{R}/{{cluster}}/trace/clean_report.json", cluster=CLUSTERS),
-        samples=expand(
-            f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
-            cluster=CLUSTERS,
-            mode=MODES,
-        ),
     output:
-        markdown=report(
-            f"{R}/report.md",
-            caption="../report/report_md.rst",
-            category="Run report",
-            labels={"document": "report.md"},
-        ),
+        markdown=run_document("report.md", "report_md", "Run report"),
     log:
         f"{LOGS}/report.log",
     benchmark:
@@ -57,10 +52,8 @@ rule report:
     conda:
         "../envs/report.yaml"
     params:
-        results=lambda w, input: str(Path(input.evaluations[0]).parents[1]),
+        **RUN_PARAMS,
         clusters=" ".join(CLUSTERS),
-        labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
-        seed=config["seed"],
         code=code("mirage.report"),
     shell:
         "python -m mirage report --results {params.results} --clusters {params.clusters}"
@@ -71,18 +64,10 @@ rule report:
 rule notebook:
     input:
         # what the notebooks read, so that a change of any reruns them
-        evaluations=expand(f"{R}/{{cluster}}/evaluation.csv", cluster=CLUSTERS),
-        outcomes=expand(f"{R}/{{cluster}}/outcomes.parquet", cluster=CLUSTERS),
+        **RUN_TABLES,
         fits=expand(f"{R}/{{cluster}}/fits.csv", cluster=CLUSTERS),
-        fidelity=expand(f"{R}/{{cluster}}/sim/fidelity.json", cluster=CLUSTERS),
-        summaries=expand(f"{R}/{{cluster}}/trace/summary.json", cluster=CLUSTERS),
         clean=expand(f"{R}/{{cluster}}/trace/clean.parquet", cluster=CLUSTERS),
         quarantine=expand(f"{R}/{{cluster}}/trace/quarantine.csv", cluster=CLUSTERS),
-        samples=expand(
-            f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
-            cluster=CLUSTERS,
-            mode=MODES,
-        ),
     output:
         notebook=f"{R}/notebooks/{{notebook}}.ipynb",
         html=report(
@@ -100,10 +85,8 @@ rule notebook:
     conda:
         "../envs/report.yaml"
     params:
-        results=lambda w, input: str(Path(input.evaluations[0]).parents[1]),
+        **RUN_PARAMS,
         clusters=",".join(CLUSTERS),
-        labels=json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
-        seed=config["seed"],
         notebook=lambda w: str(NOTEBOOKS / f"{w.notebook}.ipynb"),
         # the notebook's content and the code it runs, not its path: a copy of the workflow
         # elsewhere does not rerun it, an edit does
@@ -130,12 +113,7 @@ rule check_claims:
         # an input where the run has one, so that a regenerated reference reruns the check
         expected=lambda w: [EXPECTED] if Path(EXPECTED).exists() else [],
     output:
-        claims=report(
-            f"{R}/claims.md",
-            caption="../report/claims.rst",
-            category="Claims",
-            labels={"document": "claims.md"},
-        ),
+        claims=run_document("claims.md", "claims", "Claims"),
         table=f"{R}/claims.csv",
         learning=f"{R}/learning.csv",
     log:

@@ -5,8 +5,7 @@
 
 rule sample_shard:
     input:
-        train=f"{R}/{{cluster}}/trace/train.parquet",
-        validation=f"{R}/{{cluster}}/trace/validation.parquet",
+        **SPLIT,
         description=description,
     output:
         shard=directory(f"{R}/{{cluster}}/{{mode}}/samples/shards/{{shard}}"),
@@ -60,7 +59,7 @@ rule gather_samples:
     conda:
         "../envs/sim.yaml"
     params:
-        out=lambda w, output: str(Path(output.summary).parent),
+        out=parent("summary"),
         code=code("mirage.samples.cli"),
     shell:
         "python -m mirage samples gather {input.shards} --out {params.out}"

@@ -67,8 +67,7 @@ rule split_trace:
     input:
         clean=f"{R}/{{cluster}}/trace/clean.parquet",
     output:
-        train=f"{R}/{{cluster}}/trace/train.parquet",
-        validation=f"{R}/{{cluster}}/trace/validation.parquet",
+        **SPLIT,
     log:
         f"{LOGS}/{{cluster}}/split_trace.log",
     benchmark:

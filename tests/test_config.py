@@ -45,7 +45,7 @@ def test_cli_validate(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("seed: 1\nclusters: {}\nsplit: {history_hours: 1, horizon_hours: 1}\n"
                    "samples: {every_hours: 4, chain_nodes: [1], sim_modes: [compat], shards: 1}\n"
-                   "policies: {names: [reactive], costs: {interruption: 1, overlap: 0.5}}\n")
+                   "policies: {names: [reactive], costs: {c_I: 1, c_O: 0.5}}\n")
     code = main(["config", "validate", str(bad), "--schema", str(REPO / "config" / "schema.yaml")])
     assert code == 2
     assert "key `clusters`" in capsys.readouterr().err

@@ -58,7 +58,7 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
     params = {name: {**config.get("policies", {}).get("params", {}).get(name, {}),
                      **(params or {}).get(name, {})} for name in policies}
     costs = config.get("policies", {}).get("costs", {})
-    c_I, c_O = float(costs.get("interruption", 1.0)), float(costs.get("overlap", 0.5))
+    c_I, c_O = float(costs.get("c_I", 1.0)), float(costs.get("c_O", 0.5))
     order = sorted(policies, key=lambda p: p in TUNED_OF)  # untuned first, as the workflow
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
