@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mirage"
 
 #: the stages from the bottom up; a stage may import from its own floor and the floors below
 FLOORS = [
-    {"errors", "fingerprint"},
+    {"errors", "fingerprint", "units", "options"},
     {"features", "outcomes"},
     {"traces", "policies", "config", "notebooks", "benchmarks"},
     {"sim", "evaluate"},

@@ -12,8 +12,9 @@ import math
 
 import numpy as np
 
-STEP_S = 600
-HISTORY_STEPS = 144  # 24 h at 10-minute steps
+from mirage.units import DAY_S, DECISION_STEP_S, HOUR_S
+
+HISTORY_STEPS = DAY_S // DECISION_STEP_S  # 24 h at 10-minute steps: 144
 QUANTILES = (0.0, 0.25, 0.5, 0.75, 1.0)
 _STATS = ("min", "q25", "q50", "q75", "max")
 
@@ -79,12 +80,12 @@ def state_vector(now: int, pending, running, pred=None, succ=None) -> np.ndarray
     out = np.zeros(N_STATE, dtype=np.float32)
     if len(pending):
         p = pending.tolist() if isinstance(pending, np.ndarray) else pending
-        out[:17] = _group([r[1] for r in p], [r[2] / 3600 for r in p],
-                          [(now - r[0]) / 3600 for r in p], None)
+        out[:17] = _group([r[1] for r in p], [r[2] / HOUR_S for r in p],
+                          [(now - r[0]) / HOUR_S for r in p], None)
     if len(running):
         r = running.tolist() if isinstance(running, np.ndarray) else running
-        out[17:34] = _group([x[2] for x in r], [x[3] / 3600 for x in r],
-                            [(x[1] - x[0]) / 3600 for x in r], [(now - x[1]) / 3600 for x in r])
+        out[17:34] = _group([x[2] for x in r], [x[3] / HOUR_S for x in r],
+                            [(x[1] - x[0]) / HOUR_S for x in r], [(now - x[1]) / HOUR_S for x in r])
     if pred is not None:
         out[34:38] = pred
     if succ is not None:

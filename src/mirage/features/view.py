@@ -14,9 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from mirage.features.engineered import engineered
+from mirage.units import DAY_S, HOUR_S
 
 #: What --test-only "never" becomes: the simulator's censoring bound for a wait.
-MAX_WAIT_S = 30 * 86400
+MAX_WAIT_S = 30 * DAY_S
 
 
 @dataclass(frozen=True)
@@ -46,15 +47,15 @@ def pred_columns(t: int, t_pred: int, start: int, limit_s: int) -> dict:
     running = 0 <= start <= t
     return {
         "pred_running": running,
-        "pred_elapsed_h": (t - start) / 3600 if running else 0.0,
-        "pred_wait_h": ((start if running else t) - t_pred) / 3600,
-        "pred_remaining_h": (start + limit_s - t) / 3600 if running else float("nan"),
+        "pred_elapsed_h": (t - start) / HOUR_S if running else 0.0,
+        "pred_wait_h": ((start if running else t) - t_pred) / HOUR_S,
+        "pred_remaining_h": (start + limit_s - t) / HOUR_S if running else float("nan"),
     }
 
 
 def plan_features(now: int, plan_start: int | None, ahead_node_s: float) -> dict[str, float]:
     wait = MAX_WAIT_S if plan_start is None else plan_start - now
-    return {"f_plan_wait_h": wait / 3600, "f_plan_ahead_node_hours": ahead_node_s / 3600}
+    return {"f_plan_wait_h": wait / HOUR_S, "f_plan_ahead_node_hours": ahead_node_s / HOUR_S}
 
 
 def point_features(view: ClusterView) -> dict:

@@ -22,6 +22,7 @@ from mirage.features.view import ClusterView
 from mirage.live.slurm import Slurm, SlurmError
 from mirage.sim.jobs import to_seconds
 from mirage.traces.fields import parse_limit_minutes
+from mirage.units import DAY_S
 
 STARTED_KEPT = 300  # as the samples: the last 100 starts and a day's worth
 _TEST_ONLY = re.compile(r"to start at (\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})")
@@ -52,7 +53,7 @@ def limit_s(text: str) -> int:
     if bad.iloc[0]:
         raise SlurmError(f"cannot read the time limit {text!r} Slurm printed")
     value = minutes.iloc[0]
-    return 365 * 86400 if pd.isna(value) else int(value) * 60
+    return 365 * DAY_S if pd.isna(value) else int(value) * 60
 
 
 @dataclass

@@ -15,8 +15,9 @@ import numpy as np
 import pandas as pd
 
 from mirage.outcomes import STATE_WIDTH, WINDOW, SampleSet
+from mirage.units import DAY_S, DECISION_STEP_S, HOUR_S
 
-STEP = np.timedelta64(600, "s")
+STEP = np.timedelta64(DECISION_STEP_S, "s")
 
 
 def make_synthetic(n_train: int = 60, n_val: int = 30, seed: int = 0, history: bool = True,
@@ -33,10 +34,10 @@ def make_synthetic(n_train: int = 60, n_val: int = 30, seed: int = 0, history: b
         L = [rng.uniform(0.1, 2.0), rng.uniform(2.0, 10.0), rng.uniform(12.0, 24.0)][level]
         phase = rng.uniform(0, 2 * np.pi)
         n_pending = int(rng.integers(0, int(max_pred_wait_h * 6) + 1))
-        sample_start = base + i * np.timedelta64(4 * 3600, "s")
-        pred_submit = sample_start + np.timedelta64(2 * 86400, "s")
+        sample_start = base + i * np.timedelta64(4 * HOUR_S, "s")
+        pred_submit = sample_start + np.timedelta64(2 * DAY_S, "s")
         pred_start = pred_submit + n_pending * STEP
-        pred_end = pred_start + np.timedelta64(48 * 3600, "s")
+        pred_end = pred_start + np.timedelta64(48 * HOUR_S, "s")
         n = n_pending + 288 + 1
         k = np.arange(n)
         t = pred_submit + k * STEP

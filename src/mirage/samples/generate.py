@@ -18,14 +18,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from mirage.features.state import HISTORY_STEPS, N_STATE, STEP_S, state_vector
+from mirage.features.state import HISTORY_STEPS, N_STATE, state_vector
 from mirage.features.view import MAX_WAIT_S, ClusterView, point_features
 from mirage.sim import SERVICE_USER, JobTable, Simulator, warm_start
 from mirage.sim.plan import planned_start
 from mirage.sim.whatif import what_if
+from mirage.units import DAY_S, DECISION_STEP_S, HOUR_S
 
 CHAIN_LIMIT_MIN = 2880
-WARMUP_S = 2 * 86400
+WARMUP_S = 2 * DAY_S
 STARTED_KEPT = 300  # recently started jobs handed to the features (the last 100 + a day's worth)
 
 
@@ -122,9 +123,9 @@ class SimObserver:
             submit, start, limit = pred
             running_now = 0 <= start <= now
             pred_tuple = (
-                limit / 3600, self.chain_nodes,
-                ((start if running_now else now) - submit) / 3600,
-                (now - start) / 3600 if running_now else 0.0,
+                limit / HOUR_S, self.chain_nodes,
+                ((start if running_now else now) - submit) / HOUR_S,
+                (now - start) / HOUR_S if running_now else 0.0,
             )
         return state_vector(now, pending, running, pred_tuple, self.succ)
 
@@ -136,7 +137,7 @@ class Episode:
     ``history`` collects the 42-number state of every step, 24 h before the first point on.
     """
 
-    def __init__(self, table: JobTable, cluster, spec: SampleSpec, *, step_s: int = STEP_S):
+    def __init__(self, table: JobTable, cluster, spec: SampleSpec, *, step_s: int = DECISION_STEP_S):
         self.spec = spec
         self.step_s = step_s
         self.limit_s = CHAIN_LIMIT_MIN * 60
@@ -176,7 +177,7 @@ class Episode:
                 raise RuntimeError(f"sample {self.spec}: the predecessor did not start within 30 days")
 
 
-def generate_sample(table: JobTable, cluster, spec: SampleSpec, *, step_s: int = STEP_S) -> dict:
+def generate_sample(table: JobTable, cluster, spec: SampleSpec, *, step_s: int = DECISION_STEP_S) -> dict:
     """Simulate one sample; returns ``{"sample": dict, "points": DataFrame, "history": array}``.
 
     ``history`` has ``n_points + HISTORY_STEPS - 1`` rows: the state at decision point k is
@@ -213,7 +214,7 @@ def _points_table(rows: list[dict], succ_starts: list[int], pred_end: int) -> pd
     predecessor's end, in hours."""
     points = pd.DataFrame(rows)
     points["t"] = points["t"].astype("datetime64[s]")
-    points.insert(3, "x_h", (np.asarray(succ_starts, dtype=np.float64) - pred_end) / 3600.0)
+    points.insert(3, "x_h", (np.asarray(succ_starts, dtype=np.float64) - pred_end) / HOUR_S)
     return points
 
 

@@ -36,6 +36,7 @@ from .fidelity import (METRICS, daily_mean_wait, evaluate_period, iter_loo_predi
                        replay_ape, replay_metrics, replay_starts, scored_jobs)
 from .inference import busy_nodes, infer_capacity, infer_user_max_jobs, infer_user_max_nodes
 from .jobs import JobTable, to_seconds, to_timestamp
+from mirage.units import DAY_S, HOUR_S
 
 #: leave-one-out jobs sampled from the training window per candidate (seeded)
 LOO_JOBS = 200
@@ -63,7 +64,7 @@ def pin_candidates(table: JobTable) -> dict:
 
 
 def _duration(s: int) -> str:
-    if s % 3600 == 0:
+    if s % HOUR_S == 0:
         return f"{s // 3600} h"
     return f"{s / 60:g} min" if s >= 60 else f"{s} s"
 
@@ -204,7 +205,7 @@ def starting_point(cluster: str, table: JobTable) -> ClusterDescription:
     return ClusterDescription(
         cluster=cluster,
         nodes=1,  # the capacity knob sets it, with the schedule
-        priority=Priority(weight_age=1000.0, max_age_s=7 * 86400, weight_size=0.0,
+        priority=Priority(weight_age=1000.0, max_age_s=7 * DAY_S, weight_size=0.0,
                           weight_trace=0.0, age_capped=True),
         backfill=Backfill(mode="conservative", interval_s=30,
                           window_min=max(1440, -(-longest // 60)), resolution_s=60,
@@ -469,7 +470,7 @@ def write_description(d: ClusterDescription, path: str | Path, header: str = "")
                                   [[to_timestamp(t).isoformat(), int(n)] for t, n in d.capacity]),
         "priority": {
             "weight_age": leaf("priority.weight_age", float(d.priority.weight_age)),
-            "max_age_days": leaf("priority.max_age_days", d.priority.max_age_s / 86400),
+            "max_age_days": leaf("priority.max_age_days", d.priority.max_age_s / DAY_S),
             "weight_size": leaf("priority.weight_size", float(d.priority.weight_size)),
             "weight_trace": leaf("priority.weight_trace", float(d.priority.weight_trace)),
             "age_capped": leaf("priority.age_capped", bool(d.priority.age_capped)),

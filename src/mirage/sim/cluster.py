@@ -15,6 +15,7 @@ from pathlib import Path
 from mirage.errors import ConfigError
 
 from .jobs import to_seconds
+from mirage.units import DAY_S
 
 BACKFILL_MODES = ("easy", "conservative", "none")
 BACKGROUND_MODES = ("simulate", "pinned")
@@ -29,7 +30,7 @@ class Priority:
     """Slurm multifactor priority, restricted to the factors a trace lets us model."""
 
     weight_age: float = 1000.0
-    max_age_s: int = 7 * 86400
+    max_age_s: int = 7 * DAY_S
     weight_size: float = 0.0
     #: multiplies the trace's recorded priority, used as a fixed per-job component
     weight_trace: float = 0.0
@@ -184,7 +185,7 @@ def compat_cluster(cluster: str = "compat") -> ClusterDescription:
         cluster=cluster,
         nodes=88,
         capacity=(),
-        priority=Priority(weight_age=7000.0, max_age_s=7 * 86400, weight_size=100.0, weight_trace=0.0,
+        priority=Priority(weight_age=7000.0, max_age_s=7 * DAY_S, weight_size=100.0, weight_trace=0.0,
                           age_capped=False),
         backfill=Backfill(mode="conservative", interval_s=600, window_min=2880, resolution_s=600,
                           max_job_test=3000, continue_=True),
@@ -248,7 +249,7 @@ def load_cluster(cluster: str, path: str | Path | None = None) -> ClusterDescrip
     prio_src: dict = {}
     priority = Priority(
         weight_age=float(_leaf(pr, "weight_age", where + ":priority", prio_src, 1000.0)),
-        max_age_s=int(float(_leaf(pr, "max_age_days", where + ":priority", prio_src, 7)) * 86400),
+        max_age_s=int(float(_leaf(pr, "max_age_days", where + ":priority", prio_src, 7)) * DAY_S),
         weight_size=float(_leaf(pr, "weight_size", where + ":priority", prio_src, 0.0)),
         weight_trace=float(_leaf(pr, "weight_trace", where + ":priority", prio_src, 0.0)),
         age_capped=bool(_leaf(pr, "age_capped", where + ":priority", prio_src, True)),

@@ -23,10 +23,10 @@ from .engine import Simulator
 from .jobs import JobTable, to_seconds, to_timestamp
 from .cluster import ClusterDescription, compat_cluster
 from .warmstart import get_static, initial_state, warm_start
+from mirage.units import DAY_S, HOUR_S
 
 
-LONG_LIMIT_S = 24 * 3600
-DAY = 86400
+LONG_LIMIT_S = 24 * HOUR_S
 METRICS = ("loo_mae_h", "loo_median_h", "loo_within_1h", "replay_corr", "replay_mape")
 PREDICTORS = ("sim", "zero_wait", "compat")
 
@@ -43,7 +43,7 @@ class Period:
     #: the leave-one-out scores the jobs submitted in the period with at least this limit
     long_limit_s: int = LONG_LIMIT_S
     #: the replay compares the mean wait per bucket of this many seconds (calendar days)
-    bucket_s: int = DAY
+    bucket_s: int = DAY_S
 
 
 def period_for(table: JobTable, name: str, start: int, end: int) -> Period:
@@ -79,7 +79,7 @@ def default_periods(table: JobTable, window_days: float = 5.0,
     for s in starts:
         t0 = to_seconds(s)
         if lo <= t0 < hi:
-            out.append(Period(f"window {s} ({window_days:g} d)", t0, t0 + int(window_days * DAY)))
+            out.append(Period(f"window {s} ({window_days:g} d)", t0, t0 + int(window_days * DAY_S)))
     if extra:
         for name, a in extra:
             t0 = to_seconds(a)
@@ -91,7 +91,7 @@ def default_periods(table: JobTable, window_days: float = 5.0,
 
 # ---------------------------------------------------------------------------- predictions
 def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarray,
-                    max_wait_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
+                    max_wait_s: int = 30 * DAY_S, user_max_jobs=None) -> np.ndarray:
     """Predicted start of each job in ``jobs`` (trace indices), one warm start per job; -1 where
     the model does not start it within ``max_wait_s``."""
     out = np.full(len(jobs), -1, dtype=np.int64)
@@ -101,7 +101,7 @@ def loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarr
 
 
 def iter_loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.ndarray,
-                         max_wait_s: int = 30 * DAY, user_max_jobs=None):
+                         max_wait_s: int = 30 * DAY_S, user_max_jobs=None):
     """``(k, predicted start of jobs[k])`` one job at a time (-1: not started within
     ``max_wait_s``), so a caller can stop early."""
     static = get_static(table, cluster, user_max_jobs)
@@ -121,7 +121,7 @@ def iter_loo_predictions(table: JobTable, cluster: ClusterDescription, jobs: np.
 
 
 def replay_starts(table: JobTable, cluster: ClusterDescription, period: Period,
-                  drain_s: int = 30 * DAY, user_max_jobs=None) -> np.ndarray:
+                  drain_s: int = 30 * DAY_S, user_max_jobs=None) -> np.ndarray:
     """Simulated start of every trace job when the period is replayed from its start."""
     sim = warm_start(table, cluster, period.start, record=True, pinned=False,
                      user_max_jobs=user_max_jobs)
@@ -133,8 +133,8 @@ def replay_starts(table: JobTable, cluster: ClusterDescription, period: Period,
 def loo_abs_error_h(pred_start, real_start, submit):
     """|predicted - real start| in hours; a job the model never starts counts as starting at
     the end of the search horizon (30 days after its submission)."""
-    pred = np.where(np.asarray(pred_start) >= 0, pred_start, np.asarray(submit) + 30 * DAY)
-    return np.abs(pred - np.asarray(real_start)) / 3600.0
+    pred = np.where(np.asarray(pred_start) >= 0, pred_start, np.asarray(submit) + 30 * DAY_S)
+    return np.abs(pred - np.asarray(real_start)) / HOUR_S
 
 
 def loo_metrics(pred_start: np.ndarray, real_start: np.ndarray, submit: np.ndarray) -> dict:
@@ -153,9 +153,9 @@ def loo_metrics(pred_start: np.ndarray, real_start: np.ndarray, submit: np.ndarr
 
 def daily_mean_wait(submit: np.ndarray, start: np.ndarray, period: Period) -> pd.Series:
     m = (submit >= period.start) & (submit < period.end) & (start >= 0)
-    freq = "D" if period.bucket_s == DAY else f"{period.bucket_s}s"
+    freq = "D" if period.bucket_s == DAY_S else f"{period.bucket_s}s"
     day = pd.to_datetime(submit[m], unit="s").floor(freq)
-    wait_h = (start[m] - submit[m]) / 3600.0
+    wait_h = (start[m] - submit[m]) / HOUR_S
     s = pd.Series(wait_h, index=day).groupby(level=0).mean()
     full = pd.date_range(to_timestamp(period.start).floor(freq),
                          to_timestamp(period.end - 1).floor(freq), freq=freq)
@@ -240,7 +240,7 @@ def evaluate_period(table: JobTable, cluster: ClusterDescription, period: Period
     res: dict = {"period": {"name": period.name, "start": str(to_timestamp(period.start)),
                             "end": str(to_timestamp(period.end)), "jobs": int(in_p.sum()),
                             "long_jobs": int(n_long), "loo_jobs": int(len(long_jobs)),
-                            "long_limit_h": period.long_limit_s / 3600, "bucket_h": period.bucket_s / 3600}}
+                            "long_limit_h": period.long_limit_s / HOUR_S, "bucket_h": period.bucket_s / HOUR_S}}
     cache = {} if loo_cache is None else loo_cache
     todo = np.array([i for i in long_jobs.tolist() if i not in cache], dtype=np.int64)
     cache.update(zip(todo.tolist(), loo_predictions(
@@ -286,7 +286,7 @@ def loo_points(table: JobTable, jobs: np.ndarray, sim_start: np.ndarray,
         "period": period.name,
         "job_id": table.job_id[jobs].astype(str),
         "nodes": table.nodes[jobs].astype(np.int64),
-        "limit_h": table.limit[jobs] / 3600.0,
+        "limit_h": table.limit[jobs] / HOUR_S,
         "submit": times(table.submit[jobs]),
         "real_start": times(table.start[jobs]),
         "sim_start": times(sim_start),
@@ -352,7 +352,7 @@ def fidelity_report(table: JobTable, cluster: ClusterDescription, periods: list[
     report["periods"] = per
     if variants:
         # the whole trace's leave-one-out is the slow part; ablate on the windows only
-        windows = [p for p in periods if p.end - p.start <= 31 * DAY] or periods[:1]
+        windows = [p for p in periods if p.end - p.start <= 31 * DAY_S] or periods[:1]
         report["variants"] = evaluate_variants(table, cluster, windows)
     report["notes"] = (
         "zero_wait replay_corr is undefined (a constant series has no correlation) and reported "

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .jobs import NO_DEP, JobTable
+from mirage.units import DAY_S
 
 
 def busy_nodes(table: JobTable) -> tuple[np.ndarray, np.ndarray]:
@@ -20,7 +21,7 @@ def busy_nodes(table: JobTable) -> tuple[np.ndarray, np.ndarray]:
     return t[order], np.cumsum(dn[order])
 
 
-def infer_capacity(table: JobTable, period_s: int = 7 * 86400,
+def infer_capacity(table: JobTable, period_s: int = 7 * DAY_S,
                    monotone: bool = False, until: int | None = None) -> list[tuple[int, int]]:
     """A capacity schedule from concurrent usage: 0 before the first recorded start (the
     partition is not open), then, per period from the first start, the peak of concurrent busy

@@ -31,6 +31,7 @@ from .cluster import Backfill, ClusterDescription, Priority
 from .engine import INF
 from .jobs import JobTable
 from .warmstart import warm_start
+from mirage.units import DAY_S
 
 #: the backfill window: twice the longest limit of the calibrations (48 h) plus a day
 WINDOW_MIN = 7 * 24 * 60
@@ -58,7 +59,7 @@ def scheduler_for(demand: Demand) -> ClusterDescription:
         nodes=int(caps[0][1]),
         capacity=tuple((int(t), int(c)) for t, c in caps),
         priority=Priority(weight_age=float(s["weight_age"]),
-                          max_age_s=1 if fifo else int(round(float(s["max_age_days"]) * 86400)),
+                          max_age_s=1 if fifo else int(round(float(s["max_age_days"]) * DAY_S)),
                           weight_size=float(s["weight_size"]), weight_trace=float(s["weight_trace"]),
                           age_capped=not fifo, integer=bool(s["integer"])),
         backfill=Backfill(mode=s["backfill_mode"], interval_s=int(s["bf_interval_s"]),

@@ -14,8 +14,9 @@ from .engine import SERVICE_USER, Simulator
 from .follow import Follower
 from .jobs import SimInputError, to_seconds
 from .state import Snapshot
+from mirage.units import DAY_S, DECISION_STEP_S, HOUR_S
 
-DEFAULT_MAX_WAIT_S = 30 * 86400
+DEFAULT_MAX_WAIT_S = 30 * DAY_S
 
 
 def _user_code(sim_or_static, user) -> int:
@@ -82,7 +83,7 @@ class SweepPoint:
 
 
 def sweep_successor(base: Simulator, pred_jid: int, *, nodes: int, limit_min: int, user=None,
-                    step_s: int = 600, max_wait_s: int = DEFAULT_MAX_WAIT_S) -> list[SweepPoint]:
+                    step_s: int = DECISION_STEP_S, max_wait_s: int = DEFAULT_MAX_WAIT_S) -> list[SweepPoint]:
     """Outcome of submitting the successor at every ``step_s`` of the predecessor's life.
 
     ``base`` must hold the predecessor (``insert_job``) and stand at or before its submit; it is
@@ -105,7 +106,7 @@ def sweep_successor(base: Simulator, pred_jid: int, *, nodes: int, limit_min: in
         st = base.starts.get(pred_jid)
         pe = (st + p_run) if st is not None else -1
         out.append(SweepPoint(t=t, start=s, pred_end=pe,
-                              x_h=None if (s is None or st is None) else (s - pe) / 3600.0))
+                              x_h=None if (s is None or st is None) else (s - pe) / HOUR_S))
         if st is not None and t >= st + p_run:
             break
         t += step_s
@@ -115,6 +116,6 @@ def sweep_successor(base: Simulator, pred_jid: int, *, nodes: int, limit_min: in
     st = base.starts.get(pred_jid)
     if st is not None:
         pe = st + p_run
-        out = [SweepPoint(p.t, p.start, pe, None if p.start is None else (p.start - pe) / 3600.0)
+        out = [SweepPoint(p.t, p.start, pe, None if p.start is None else (p.start - pe) / HOUR_S)
                for p in out]
     return out

@@ -12,6 +12,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from mirage.units import DAY_S, HOUR_S
+
 #: Time tokens that mean "no such time" (never started / still running), not a parse error.
 NULL_TIMES = frozenset({"", "unknown", "none", "n/a", "nan", "null"})
 
@@ -79,11 +81,11 @@ def parse_limit_minutes(raw: pd.Series) -> tuple[pd.Series, pd.Series]:
         return pd.to_numeric(parts[name], errors="coerce").fillna(0).astype("float64")
 
     seconds = (
-        col("d") * 86400
-        + col("dh") * 3600
+        col("d") * DAY_S
+        + col("dh") * HOUR_S
         + col("dm") * 60
         + col("ds")
-        + col("h") * 3600
+        + col("h") * HOUR_S
         + col("m") * 60
         + col("s")
         + col("mm") * 60

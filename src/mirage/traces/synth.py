@@ -28,9 +28,8 @@ import numpy as np
 import pandas as pd
 
 from mirage.traces.schema import conform
+from mirage.units import DAY_S, HOUR_S
 
-DAY = 86_400
-HOUR = 3_600
 
 # ---------------------------------------------------------------------------------------------
 # Calibration. ls6 numbers were measured on the published ls6-a100.log (Mirage artifact,
@@ -230,8 +229,8 @@ def draw_demand(cluster: str, start: str | pd.Timestamp, days: float, seed: int,
     p = cluster_params(cluster, params)
     rng = np.random.default_rng(seed)
     t0 = pd.Timestamp(start).floor("s")
-    warm = int(round(float(p["warmup_days"]) * DAY))
-    horizon = int(round(float(days) * DAY))
+    warm = int(round(float(p["warmup_days"]) * DAY_S))
+    horizon = int(round(float(days) * DAY_S))
     origin = t0 - pd.Timedelta(seconds=warm)  # time zero of the schedule's clock
 
     cap_t, cap_v = _capacity_schedule(p, origin)
@@ -269,7 +268,7 @@ def _drop_warmup_finished(jobs: dict[str, np.ndarray], warm: int) -> dict[str, n
 def _demand(rng: np.random.Generator, p: dict, origin: pd.Timestamp, span: int,
             cap_t: list[int], cap_v: list[int]) -> dict[str, np.ndarray]:
     """Jobs as arrays (times in seconds since ``origin``), sorted by submit time."""
-    n_days = int(np.ceil(span / DAY)) + 1
+    n_days = int(np.ceil(span / DAY_S)) + 1
     load = _load_curve(rng, p["load"], n_days)
     batch_t = _batch_times(rng, p, origin, span, load, cap_t, cap_v)
     n_batch = len(batch_t)
@@ -352,7 +351,7 @@ def _batch_times(rng: np.random.Generator, p: dict, origin: pd.Timestamp, span: 
     demand shrinks in proportion (ls6 saw ~113 jobs/day in its 32-node November against
     ~164 overall), otherwise the queue would grow without bound.
     """
-    hours = np.arange(int(np.ceil(span / HOUR)))
+    hours = np.arange(int(np.ceil(span / HOUR_S)))
     stamps = origin.floor("h") + pd.to_timedelta(hours, unit="h")
     hour_w = _normalised(p["hour_shares"]) * 24
     week_w = _normalised(p["weekday_shares"]) * 7
@@ -361,11 +360,11 @@ def _batch_times(rng: np.random.Generator, p: dict, origin: pd.Timestamp, span: 
     # The load curve is interpolated between day midpoints so regimes do not jump at midnight.
     day_pos = (hours + 0.5) / 24 - 0.5
     mult = np.interp(day_pos, np.arange(len(load)), load)
-    cap_now = np.asarray(cap_v)[np.searchsorted(np.asarray(cap_t), hours * HOUR, side="right") - 1]
+    cap_now = np.asarray(cap_v)[np.searchsorted(np.asarray(cap_t), hours * HOUR_S, side="right") - 1]
     lam = per_hour * hour_w[stamps.hour] * week_w[stamps.day_of_week] * mult * cap_now / max(cap_v)
     counts = rng.poisson(lam)
     shift = int((origin - origin.floor("h")).total_seconds())
-    t = np.repeat(hours * HOUR - shift, counts) + rng.integers(0, HOUR, size=counts.sum())
+    t = np.repeat(hours * HOUR_S - shift, counts) + rng.integers(0, HOUR_S, size=counts.sum())
     t = np.sort(t)
     return t[(t >= 0) & (t < span)]
 
@@ -401,22 +400,22 @@ def _draw_runtimes(rng: np.random.Generator, p: dict, limit_min: np.ndarray) -> 
 
 def _draw_users(rng: np.random.Generator, u: dict, batch_t: np.ndarray, span: int) -> np.ndarray:
     """User index per batch: among users active at that time, by heavy-tailed activity."""
-    life_mean = float(u["mean_life_days"]) * DAY
+    life_mean = float(u["mean_life_days"]) * DAY_S
     # Users may have joined before the trace begins; start the stream one lifetime earlier.
     lead = int(3 * life_mean)
-    n_users = rng.poisson(float(u["joins_per_day"]) * (span + lead) / DAY)
+    n_users = rng.poisson(float(u["joins_per_day"]) * (span + lead) / DAY_S)
     n_users = max(n_users, 1)
     joined = rng.uniform(-lead, span, size=n_users)
-    left = joined + rng.exponential(life_mean, size=n_users) + DAY
+    left = joined + rng.exponential(life_mean, size=n_users) + DAY_S
     sigma = float(u["weight_sigma"])
     weight = np.exp(np.minimum(rng.normal(0.0, sigma, size=n_users),
                                float(u["weight_cap_sigmas"]) * sigma))
 
     users = np.empty(len(batch_t), dtype=np.int64)
-    day = batch_t // DAY
+    day = batch_t // DAY_S
     for d in np.unique(day):
         sel = np.flatnonzero(day == d)
-        t_mid = (d + 0.5) * DAY
+        t_mid = (d + 0.5) * DAY_S
         active = np.flatnonzero((joined <= t_mid) & (left > t_mid))
         if len(active) == 0:  # nobody happens to be active: fall back to the nearest joiner
             active = np.array([int(np.argmin(np.abs(joined - t_mid)))])

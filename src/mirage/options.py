@@ -1,0 +1,48 @@
+"""Command-line options that several ``mirage`` subcommands share, declared once.
+
+Each option keeps the name of the config key it carries: ``policies.costs.c_I`` is ``--c-I``
+and ``args.c_I``; ``samples.chain_nodes`` is ``--chain-nodes`` and ``args.chain_nodes``;
+``seed`` is ``--seed`` and ``args.seed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_seed(p: argparse.ArgumentParser, help: str = "the config's seed", *,
+             required: bool = False, default: int = 0) -> None:
+    """``--seed``: the config's ``seed`` (or what the subcommand seeds with it)."""
+    if required:
+        p.add_argument("--seed", type=int, required=True, help=help)
+    else:
+        p.add_argument("--seed", type=int, default=default, help=f"{help} (default {default})")
+
+
+def add_chain_nodes(p: argparse.ArgumentParser, *, many: bool = False,
+                    default: int | list[int] | None = None) -> None:
+    """``--chain-nodes``: the nodes of every job of the chain (``samples.chain_nodes``); ``many``:
+    one or more sizes. Required unless a ``default`` is given."""
+    kwargs = dict(type=int, help="nodes of every job of the chain (samples.chain_nodes)")
+    if many:
+        kwargs["nargs"] = "+"
+    if default is None:
+        kwargs["required"] = True
+    else:
+        kwargs["default"] = default
+    p.add_argument("--chain-nodes", **kwargs)
+
+
+def add_costs(p: argparse.ArgumentParser) -> None:
+    """``--c-I`` and ``--c-O``: the cost of an hour of interruption and of overlap
+    (``policies.costs``)."""
+    p.add_argument("--c-I", dest="c_I", type=float, default=1.0,
+                   help="cost of an hour of interruption (policies.costs.c_I; default 1)")
+    p.add_argument("--c-O", dest="c_O", type=float, default=0.5,
+                   help="cost of an hour of overlap (policies.costs.c_O; default 0.5)")
+
+
+def add_device(p: argparse.ArgumentParser) -> None:
+    """``--device``: the torch device of the torch policies (``policies.device``)."""
+    p.add_argument("--device", default="cpu",
+                   help="torch device of the torch policies (policies.device; default cpu)")
