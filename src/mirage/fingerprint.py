@@ -5,8 +5,10 @@ The rules call ``python -m mirage ...``, whose source is no input of theirs: Sna
 rerun triggers (mtime, params, input, code) would not see an edit of, say, the DQN. Each rule
 therefore passes ``fingerprint("mirage.policies.cli", ...)`` as a param; the value is a hash of
 the source of the named modules and of every ``mirage`` module they import, directly or not,
-at module level or inside a function (an over-approximation: a rule may rerun for a change it
-does not use, never miss one it does). Only the standard library is imported here, so the
+at module level or inside a function, or names as a string to import later (a module or
+``"module:attr"`` that is all of a string, as the policy catalogue names each policy's class:
+``"mirage.policies.dqn:DQN"``). It over-approximates: a rule may rerun for a change it does
+not use, never miss one it does. Only the standard library is imported here, so the
 Snakefile stays light.
 """
 
@@ -14,11 +16,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "mirage"
 ROOT = Path(__file__).resolve().parent
+#: a string that names a module to import later: "mirage.x.y" or "mirage.x.y:attr"
+NAMED = re.compile(rf"({PACKAGE}(?:\.\w+)+)(?::\w+)?")
 
 
 def module_path(name: str, root: Path = ROOT) -> Path | None:
@@ -59,6 +64,10 @@ def _imports(name: str, root: Path = ROOT) -> frozenset[str]:
             found.add(mod)
             # `from mirage.policies import dqn` imports a module, not only a name
             found.update(f"{mod}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = NAMED.fullmatch(node.value)
+            if named and module_path(named.group(1), root) is not None:
+                found.add(named.group(1))
     out = set()
     for mod in found:
         if mod.split(".")[0] != PACKAGE:
