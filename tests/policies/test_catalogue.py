@@ -121,9 +121,13 @@ def test_an_entry_refuses_what_the_catalogue_cannot_use():
         CATALOGUE["nope"]
 
 
-def test_the_fingerprint_of_mirage_fit_covers_every_policy_module():
+def test_the_fingerprint_of_mirage_fit_and_only_of_it_covers_every_policy_module():
     from mirage.fingerprint import closure
 
     mods = closure("mirage.policies.cli")
     assert {e.module for e in CATALOGUE} <= set(mods)
     assert np.isin(["mirage.policies.catalogue", "mirage.policies.fitting"], list(mods)).all()
+    # what reads only the catalogue's names (the config's schema, the figures' colours) does
+    # not rerun on an edit of a policy
+    for light in ("mirage.config", "mirage.figures.style"):
+        assert "mirage.policies.dqn" not in closure(light), light
