@@ -19,14 +19,8 @@ os.environ.update(
 from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
-from mirage.policies import (  # noqa: E402
-    HISTORY_POLICY_NAMES,
-    TORCH_POLICY_NAMES,
-    fit_threads,
-    replica_names,
-)
-from mirage.policies.cli import TUNED_OF  # noqa: E402
-from mirage.policies.replayed import REPLAYED_POLICY_NAMES  # noqa: E402
+from mirage.policies import replica_names  # noqa: E402
+from mirage.policies.catalogue import CATALOGUE, HISTORY  # noqa: E402
 from mirage.traces.fetch import PUBLISHED, bundled_trace  # noqa: E402
 
 validate(
@@ -57,25 +51,26 @@ NOTEBOOKS = Path(workflow.basedir) / "notebooks"
 NOTEBOOK_NAMES = sorted(p.stem for p in NOTEBOOKS.glob("*.ipynb"))
 CHAIN_NODES = config["samples"]["chain_nodes"]
 POLICIES = config["policies"]["names"]
-# the torch policies are fitted together, one job per cluster, mode, chain size and training
+# how each policy is fitted is its kind in the policy catalogue (mirage.policies.catalogue).
+# The torch policies are fitted together, one job per cluster, mode, chain size and training
 # seed (a GPU each where the config trains on cuda): the config's seed fits every torch policy
 # (models/nK/POLICY, rule fit_torch), seed + k the seeded ones (POLICY-seedK, fit_torch_seed).
 # An untuned policy is fitted before its tuned twin, which takes its final fit when the config
-# states the same settings for both (mirage.policies.cli.TUNED_OF).
+# states the same settings for both (the catalogue's Entry.tunes).
 TRAINING_SEEDS = config["policies"].get("training_seeds", 1)
 TORCH = sorted(
-    (p for p in POLICIES if p in TORCH_POLICY_NAMES), key=lambda p: p in TUNED_OF
+    (p for p in POLICIES if CATALOGUE[p].torch), key=lambda p: bool(CATALOGUE[p].tunes)
 )
 SEEDED_TORCH = [p for p in TORCH if len(replica_names(p, TRAINING_SEEDS)) > 1]
 # ... in two groups of jobs (rules fit_torch / fit_history and their _seed twins), by thread
-# count (mirage.policies.fit_threads): the history models on 2, fixed since their numbers
-# depend on it, the compact nets of dqn / pg on one (two would gain nothing and hold the
-# second core idle). Empty groups are left out.
+# count (Entry.threads): the history models on 2, fixed since their numbers depend on it, the
+# compact nets of dqn / pg on one (two would gain nothing and hold the second core idle).
+# Empty groups are left out.
 TORCH_GROUPS = {
-    group: (members, fit_threads(members[0]))
+    group: (members, CATALOGUE[members[0]].threads)
     for group, members in (
-        ("torch", [p for p in TORCH if p not in HISTORY_POLICY_NAMES]),
-        ("history", [p for p in TORCH if p in HISTORY_POLICY_NAMES]),
+        ("torch", [p for p in TORCH if CATALOGUE[p].kind != HISTORY]),
+        ("history", [p for p in TORCH if CATALOGUE[p].kind == HISTORY]),
     )
     if members
 }
@@ -87,13 +82,10 @@ SEEDED_TORCH_GROUPS = {
 MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
 # the policies whose decisions need the queue (the twin) are replayed on the validation samples,
 # one job per cluster, mode and chain size (rule decide_twin)
-REPLAYED = [p for p in POLICIES if p in REPLAYED_POLICY_NAMES]
-# the others are fitted together, one job per cluster, mode and chain size
-BATCHED = [
-    p
-    for p in POLICIES
-    if p not in TORCH_POLICY_NAMES and p not in REPLAYED_POLICY_NAMES
-]
+REPLAYED = [p for p in POLICIES if p not in CATALOGUE.fitted()]
+# the others (rules and batch models) are fitted together, one job per cluster, mode and chain
+# size
+BATCHED = [p for p in POLICIES if p in CATALOGUE.fitted() and not CATALOGUE[p].torch]
 
 
 wildcard_constraints:

@@ -81,13 +81,9 @@ def validation(synth):
 def fitted(train):
     """Every registered policy fitted on ``train`` at the tests' small budgets."""
     from mirage.policies import make_policy
-    from policy_budgets import FAST, LEARNED, SEQUENCE
+    from policy_budgets import BUDGETS, FITTED
 
-    pols = {}
-    for name in ["reactive", "average", "plan_lead", "oracle"] + LEARNED:
-        pols[name] = make_policy(name, **FAST.get(name, {})).fit(train, seed=0)
-    for name, params in SEQUENCE.items():
-        pols[name] = make_policy(name, **params).fit(train, seed=0)
+    pols = {name: make_policy(name, **BUDGETS.get(name, {})).fit(train, seed=0) for name in FITTED}
     pols["rf_history"] = make_policy("rf", features="history", points_per_sample=7,
                                      model_params={"n_estimators": 30}).fit(train, seed=0)
     return pols

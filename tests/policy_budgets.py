@@ -1,4 +1,8 @@
-"""Training budgets the policy tests share (a plain module, importable from tests)."""
+"""Training budgets the policy tests share (a plain module, importable from tests), and the
+lists of policies they test, read from the policy catalogue: a policy without a budget here is
+tested at its defaults."""
+
+from mirage.policies.catalogue import BATCH, CATALOGUE, LEARNED as LEARNS, RULE, TORCH
 
 # Training budgets cut to what this small scenario needs, so the whole suite stays ~1 min on
 # 2 shared cores; the defaults are sized for ~700 samples x ~300 points.
@@ -14,8 +18,6 @@ FAST = {
     "pg_tuned": {"updates": 100, "n_blocks": 2},
     "service_level": {"taus": (0.667, 0.9, 0.975), "n_blocks": 2, "min_level_samples": 5},
 }
-LEARNED = ["fixed_lead", "quantile", "service_level", "rf", "rf_tuned", "xgb", "xgb_tuned", "dqn", "dqn_tuned",
-           "pg", "pg_tuned"]
 
 # the history models (mirage.policies.sequence) at sizes that only exercise the plumbing: the
 # tests of what they learn are in tests/policies/test_sequence.py
@@ -26,3 +28,12 @@ SEQUENCE = {
     "moe_tuned": {"width": 8, "epochs": 2, "experts": 2, "n_blocks": 2},
     "pg_transformer": {"width": 8, "epochs": 2, "updates": 2},
 }
+
+#: what the tests fit: every policy that `mirage fit` fits, at the budgets above
+BUDGETS = {**FAST, **SEQUENCE}
+FITTED = list(CATALOGUE.fitted())
+#: the policies on the compact features that learn from the samples, each tested to beat
+#: reactive: the learned ones and fixed_lead (the baseline that learns its lead); the history
+#: models' tests of what they learn are in tests/policies/test_sequence.py
+LEARNED = ["fixed_lead"] + [e.name for e in CATALOGUE
+                            if e.role == LEARNS and e.kind in (RULE, BATCH, TORCH)]

@@ -9,13 +9,20 @@ import jsonschema
 import yaml
 
 from mirage.errors import ConfigError, MirageError
+from mirage.policies.catalogue import CATALOGUE
 
 SCHEMA = Path(__file__).resolve().parents[2] / "config" / "schema.yaml"
 DEFAULTS = SCHEMA.with_name("defaults.yaml")
 
 
 def load_schema(path: str | Path = SCHEMA) -> dict:
-    return yaml.safe_load(Path(path).read_text())
+    """The schema at ``path``, its ``policies.names`` limited to the policy catalogue's names
+    (mirage.policies.catalogue), so a policy is declared in one place."""
+    schema = yaml.safe_load(Path(path).read_text())
+    names = schema.get("properties", {}).get("policies", {}).get("properties", {}).get("names")
+    if names is not None:
+        names["items"] = {**names.get("items", {}), "enum": list(CATALOGUE.names())}
+    return schema
 
 
 def validate(config: dict, schema: dict | None = None, *, source: str = "config") -> dict:
@@ -30,10 +37,17 @@ def validate(config: dict, schema: dict | None = None, *, source: str = "config"
             # name the missing key itself, not its parent
             path.append(next(k for k in err.validator_value if k not in err.instance))
         key = ".".join(path) or "(top level)"
+        if path[:2] == ["policies", "names"] and err.validator == "enum":
+            raise ConfigError(f"{source}: key `{key}`: {_unknown_policy(err.instance)}")
         more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
         raise ConfigError(f"{source}: key `{key}`: {err.message}{more}. See config/schema.yaml")
     _check_windows(config, source)
     return config
+
+
+def _unknown_policy(name) -> str:
+    return (f"unknown policy {name!r}; known: {', '.join(CATALOGUE.names())}. Fix: use one of "
+            "them, or add the policy to the catalogue (CONTRIBUTING.md, Adding a policy)")
 
 
 def _check_windows(config: dict, source: str) -> None:

@@ -5,8 +5,11 @@ The rules call ``python -m mirage ...``, whose source is no input of theirs: Sna
 rerun triggers (mtime, params, input, code) would not see an edit of, say, the DQN. Each rule
 therefore passes ``fingerprint("mirage.policies.cli", ...)`` as a param; the value is a hash of
 the source of the named modules and of every ``mirage`` module they import, directly or not,
-at module level or inside a function (an over-approximation: a rule may rerun for a change it
-does not use, never miss one it does). Only the standard library is imported here, so the
+at module level or inside a function; a call of a loader (:data:`LOADERS`) imports the modules
+its table names as strings (``Entry.load_class()``: every policy class the policy catalogue
+names, ``"mirage.policies.dqn:DQN"``), so the fits follow every policy module while a module
+that reads only the catalogue's names does not. It over-approximates: a rule may rerun for a
+change it does not use, never miss one it does. Only the standard library is imported here, so the
 Snakefile stays light.
 """
 
@@ -14,11 +17,16 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import re
 from functools import lru_cache
 from pathlib import Path
 
 PACKAGE = "mirage"
 ROOT = Path(__file__).resolve().parent
+#: a string that names a module to import later: "mirage.x.y" or "mirage.x.y:attr"
+NAMED = re.compile(rf"({PACKAGE}(?:\.\w+)+)(?::\w+)?")
+#: a function that imports by name -> the module whose strings name what it may import
+LOADERS = {"load_class": "mirage.policies.catalogue"}
 
 
 def module_path(name: str, root: Path = ROOT) -> Path | None:
@@ -59,6 +67,8 @@ def _imports(name: str, root: Path = ROOT) -> frozenset[str]:
             found.add(mod)
             # `from mirage.policies import dqn` imports a module, not only a name
             found.update(f"{mod}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.Call) and _called(node) in LOADERS:
+            found.update(_named(LOADERS[_called(node)], root))
     out = set()
     for mod in found:
         if mod.split(".")[0] != PACKAGE:
@@ -70,6 +80,21 @@ def _imports(name: str, root: Path = ROOT) -> frozenset[str]:
             if module_path(parent, root) is not None:
                 out.add(parent)
     return frozenset(out)
+
+
+def _called(call: ast.Call) -> str | None:
+    """The name a call calls: ``f`` of ``f(...)`` and of ``x.f(...)``."""
+    func = call.func
+    return func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+
+
+@lru_cache(maxsize=None)
+def _named(name: str, root: Path = ROOT) -> frozenset[str]:
+    """The ``mirage`` modules that one module names in its strings (``"mirage.x.y:attr"``)."""
+    tree = ast.parse(module_path(name, root).read_text())
+    named = (NAMED.fullmatch(node.value) for node in ast.walk(tree)
+             if isinstance(node, ast.Constant) and isinstance(node.value, str))
+    return frozenset(m.group(1) for m in named if m and module_path(m.group(1), root) is not None)
 
 
 def closure(*names: str, root: Path = ROOT) -> list[str]:

@@ -247,15 +247,13 @@ def test_fidelity_points_and_figures(trace, capsys, tmp_path):
 
 # ------------------------------------------------------------------------------ style
 def test_one_colour_per_policy_in_every_figure():
-    from mirage.policies.registry import POLICIES
-    from mirage.policies.replayed import REPLAYED_POLICY_NAMES
+    from mirage.policies.catalogue import CATALOGUE
     from mirage.report import BASELINES
 
-    REGISTRY = [*POLICIES, *sorted(REPLAYED_POLICY_NAMES)]
-    colours = [style.policy_color(p) for p in REGISTRY]
-    assert len(set(colours)) == len(REGISTRY)  # all apart, the twin too
+    colours = [style.policy_color(p) for p in CATALOGUE.names()]
+    assert len(set(colours)) == len(CATALOGUE)  # all apart, the twin too
     assert style.policy_color("my_policy") == style.policy_color("my_policy")
-    assert style.BASELINES == set(BASELINES)
+    assert {p for p in CATALOGUE.names() if style.policy_style(p)["marker"] == "s"} == set(BASELINES)
     assert style.policy_style("rf_tuned")["ls"] != style.policy_style("rf")["ls"]
 
 

@@ -268,7 +268,7 @@ def test_a_tuned_policy_taking_its_untuned_twins_final_fit_decides_the_same(
     """Tuning cross-fits a threshold, then fits the untuned policy's very model again: taking
     that model (mirage fit does, where both are fitted, from the twin's saved file) must
     change no decision."""
-    from mirage.policies.cli import final_fit_mismatch
+    from mirage.policies.registry import final_fit_mismatch
 
     suffix = ".pt" if base in TORCH_POLICIES else ".joblib"
     twin = load_policy(save_policy(make_policy(base, **params).fit(train, seed=3),
@@ -287,7 +287,7 @@ def test_a_tuned_policy_taking_its_untuned_twins_final_fit_decides_the_same(
 def test_a_tuned_forest_cross_fits_on_its_own_budget_and_still_shares_the_final_fit(train):
     """tune_model_params sizes only the cross-fitted models that choose the threshold; the
     final model keeps model_params, so the untuned twin's fit is still the final one."""
-    from mirage.policies.cli import final_fit_mismatch
+    from mirage.policies.registry import final_fit_mismatch
     from mirage.policies.trees import RegressorPolicy
 
     class Recorded(RegressorPolicy):  # the real fits, with the size of each model recorded

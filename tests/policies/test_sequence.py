@@ -173,9 +173,10 @@ def test_features_both_appends_the_compact_features(train, validation, tmp_path)
 
 
 def test_tuned_threshold_comes_from_the_cross_fit_and_shares_the_final_fit(train, validation):
-    from mirage.policies.cli import TUNED_OF, final_fit_mismatch
+    from mirage.policies.catalogue import CATALOGUE
+    from mirage.policies.registry import final_fit_mismatch
 
-    assert TUNED_OF["transformer_tuned"] == "transformer"
+    assert CATALOGUE["transformer_tuned"].tunes == "transformer"
     params = {**TINY["transformer"], "epochs": 1}
     twin = make_policy("transformer", **params).fit(train, seed=3)
     assert (twin.threshold_, twin.gate_) == (-0.5, False)
@@ -190,7 +191,7 @@ def test_tuned_threshold_comes_from_the_cross_fit_and_shares_the_final_fit(train
 
 def test_tune_every_scores_fewer_held_out_samples_and_keeps_the_final_fit(train, monkeypatch):
     from mirage.policies import sequence
-    from mirage.policies.cli import final_fit_mismatch, policy_params
+    from mirage.policies.registry import final_fit_mismatch, policy_params
 
     params = {**TINY["transformer"], "epochs": 1}
     twin = make_policy("transformer", **params).fit(train, seed=3)

@@ -465,7 +465,8 @@ def test_replayed_decisions_answer_for_the_replayed_samples_only(tiny_run):
     # same as run_twin's on those samples; a sample never replayed is an error naming the fix
     from mirage.errors import MirageError
     from mirage.outcomes import SampleSet
-    from mirage.policies.cli import load_fitted, policy_params
+    from mirage.policies.fitting import load_fitted
+    from mirage.policies.registry import policy_params
     from mirage.policies.replayed import ReplayedDecisions, ReplayedDecisionsError
 
     ls6 = tiny_run / "results" / "tiny" / "ls6"
@@ -761,7 +762,7 @@ def test_the_plan_rule_is_tuned_by_its_overlap_weight(tiny_run):
 def test_the_workflow_tunes_the_twin_on_the_training_samples(tiny_run):
     # rule decide_twin for twin_tuned: the choice is the sweep's best over the candidates, made
     # on training samples only, and the stored decisions are the chosen twin's
-    from mirage.policies.cli import load_fitted
+    from mirage.policies.fitting import load_fitted
     from mirage.policies.replayed import ReplayedDecisions
 
     ls6 = tiny_run / "results" / "tiny" / "ls6"

@@ -37,7 +37,7 @@ def lead_sweeps(policies: dict, validation, c_I: float, c_O: float) -> list[pd.D
 def _evaluate(args) -> None:
     from mirage.evaluate.metrics import outcomes, per_seed, seed_spread, summarize, to_markdown
     from mirage.policies import replica_names
-    from mirage.policies.cli import load_fitted
+    from mirage.policies.fitting import load_fitted
     from mirage.outcomes import SampleSet
 
     out_dir = Path(args.out_dir)

@@ -13,14 +13,16 @@ import numpy as np
 import pandas as pd
 
 from mirage.policies.base import Policy
+from mirage.policies.catalogue import BASELINE, CATALOGUE
 # the sample tables' load levels and references live with the tables (policies tune on them)
 from mirage.outcomes import (  # noqa: F401  (part of this module's API)
     ALL, LOAD_LEVELS, SampleSet, cost, load_level, reference_outcomes,
 )
 
 #: the rule baselines a learned policy is judged against, and everything that learns nothing
-BASELINES = ("reactive", "average", "fixed_lead", "plan_lead")
-NOT_LEARNED = BASELINES + ("oracle",)
+#: (the baselines and the oracle), from the policy catalogue
+BASELINES = CATALOGUE.role(BASELINE)
+NOT_LEARNED = CATALOGUE.not_learned()
 GROUP_KEYS = ["cluster", "chain_nodes", "load_level", "policy"]
 METRICS = ["n", "mean_interruption_h", "median_interruption_h", "mean_overlap_h",
            "overlap_node_hours", "zero_interruption_share", "interruption_reduction_pct",

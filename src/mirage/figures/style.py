@@ -23,6 +23,8 @@ matplotlib.use("Agg")  # workflow and CI nodes have no display
 import matplotlib.pyplot as plt  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from mirage.policies.catalogue import BASELINE, CATALOGUE, LEARNED, ORACLE  # noqa: E402
+
 #: widths of a single and a double column of a two-column paper, inches
 COLUMN_W = 3.5
 DOUBLE_W = 7.0
@@ -41,32 +43,11 @@ _RC = {
     "image.cmap": "viridis",
 }
 
-#: the baselines the learned policies are judged against (the same as mirage.report.BASELINES,
-#: which tests check; not imported here so that drawing a trace needs no policy code): drawn
-#: dash-dotted, with square markers
-BASELINES = frozenset({"reactive", "average", "fixed_lead", "plan_lead"})
-
-# fixed per policy name: a learned policy and its threshold-tuned twin share a hue (the twin
-# lighter and dashed), the oracle is black, the reactive rule dark grey
-POLICY_COLORS = {
-    "reactive": "#4d4d4d",
-    "average": "#8c564b",
-    "fixed_lead": "#b5b300",
-    "plan_lead": "#17becf",
-    "quantile": "#e377c2",
-    "service_level": "#9467bd",
-    "rf": "#2ca02c", "rf_tuned": "#7fd36b",
-    "xgb": "#ff7f0e", "xgb_tuned": "#ffb766",
-    "dqn": "#1f77b4", "dqn_tuned": "#79b2e0",
-    "pg": "#d62728", "pg_tuned": "#f08584",
-    "transformer": "#00796b", "transformer_tuned": "#4db6ac",
-    "moe": "#7b4173", "moe_tuned": "#c085b8",
-    "pg_transformer": "#8c1c13",
-    "twin": "#e6ab02", "twin_tuned": "#a6761d",
-    "oracle": "#000000",
-}
-# names outside the registry (a user's own policy): a colour chosen by the name alone, so it
-# is the same in every figure and every run
+# a policy's colour and role come from the policy catalogue (light: no policy code is loaded):
+# a learned policy and its threshold-tuned twin share a hue (the twin lighter and dashed), the
+# baselines are drawn dash-dotted with square markers, the oracle black with a star.
+# Names outside the catalogue (a policy not registered, "early" in a test): a colour chosen by
+# the name alone, so it is the same in every figure and every run
 _SPARE = sns.color_palette("husl", 12).as_hex()
 
 # splits, simulator predictors and the like: fixed roles, fixed colours
@@ -77,19 +58,22 @@ ROLE_COLORS = {
 
 
 def policy_color(name: str) -> str:
-    if name in POLICY_COLORS:
-        return POLICY_COLORS[name]
+    entry = CATALOGUE.get(name)
+    if entry is not None and entry.colour is not None:
+        return entry.colour
     return _SPARE[zlib.crc32(name.encode()) % len(_SPARE)]
 
 
 def policy_style(name: str) -> dict:
     """Colour, line style, line width and marker of a policy, the same in every figure."""
-    if name == "oracle":
+    entry = CATALOGUE.get(name)
+    role = entry.role if entry is not None else LEARNED
+    if role == ORACLE:
         return {"color": policy_color(name), "ls": "-", "lw": 1.0, "marker": "*"}
-    if name in BASELINES:
+    if role == BASELINE:
         return {"color": policy_color(name), "ls": (0, (5, 1.5, 1, 1.5)), "lw": 1.1,
                 "marker": "s"}
-    tuned = name.endswith("_tuned")
+    tuned = entry.tunes is not None if entry is not None else name.endswith("_tuned")
     return {"color": policy_color(name), "ls": (0, (3.5, 1.5)) if tuned else "-", "lw": 1.3,
             "marker": "D" if tuned else "o"}
 

@@ -25,35 +25,33 @@ import os
 os.environ.setdefault("MKL_CBWR", "COMPATIBLE")
 os.environ.setdefault("ATEN_CPU_CAPABILITY", "avx2")
 
+from mirage.policies.catalogue import CATALOGUE, HISTORY, HISTORY_THREADS  # noqa: E402
+
 _EXPORTS = {
     "Observation": "base", "Policy": "base", "first_submit_by_decide": "base",
     "SampleSet": "mirage.outcomes", "cost": "mirage.outcomes",
     "POLICIES": "registry", "load_policy": "registry", "make_policy": "registry", "save_policy": "registry",
 }
-#: The policies that train a torch network (and so can use a GPU). Here rather than only in the
-#: registry so that the workflow reads it without importing torch.
-TORCH_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "transformer",
-                                "transformer_tuned", "moe", "moe_tuned", "pg_transformer"})
-#: The policies fitted once per training seed when ``policies.training_seeds`` > 1: the ones whose
-#: result depends on the seed more than on the data (reinforcement learning on a few hundred
-#: episodes, where "Deep RL that Matters" asks for several seeds). The other learned policies,
-#: the transformer and mixture-of-experts value regressors among them, take the config's seed
-#: once.
-SEEDED_POLICY_NAMES = frozenset({"dqn", "dqn_tuned", "pg", "pg_tuned", "pg_transformer"})
-#: The torch policies that read the 144 x 42 history window (mirage.policies.sequence): the
-#: workflow fits them in their own jobs on HISTORY_THREADS threads (rules/common.smk,
-#: TORCH_GROUPS), every other fit on one. Two: on 2 cores their attention scores 2.6x and
-#: trains 1.4x faster than on one (docs/policies.md). A fixed count, not the machine's: their
-#: numbers differ between 1 and 2 threads (dqn's and pg's are bit-identical).
-HISTORY_POLICY_NAMES = frozenset({"transformer", "transformer_tuned", "moe", "moe_tuned",
-                                  "pg_transformer"})
-HISTORY_THREADS = 2
+#: name sets read from the catalogue (mirage.policies.catalogue) at each use, so that a plugin's
+#: policy registered later is in them: the policies that train a torch network (and so can
+#: use a GPU); those fitted once per training seed when ``policies.training_seeds`` > 1 (the
+#: ones whose result depends on the seed more than on the data: reinforcement learning on a
+#: few hundred episodes, where "Deep RL that Matters" asks for several seeds; the other learned
+#: policies take the config's seed once); the torch policies that read the 144 x 42 history
+#: window (mirage.policies.sequence), fitted in their own jobs on HISTORY_THREADS threads
+#: (rules/common.smk, TORCH_GROUPS): on 2 cores their attention scores 2.6x and trains 1.4x
+#: faster than on one (docs/policies.md), and their numbers differ between 1 and 2 threads.
+_NAME_SETS = {
+    "TORCH_POLICY_NAMES": CATALOGUE.torch,
+    "SEEDED_POLICY_NAMES": CATALOGUE.seeded,
+    "HISTORY_POLICY_NAMES": lambda: frozenset(CATALOGUE.names(HISTORY)),
+}
 
 
 def fit_threads(policy: str) -> int:
     """The CPU threads the workflow fits ``policy`` on: HISTORY_THREADS for a history model,
     one for every other policy."""
-    return HISTORY_THREADS if policy in HISTORY_POLICY_NAMES else 1
+    return CATALOGUE[policy].threads if policy in CATALOGUE else 1
 
 
 def replica_name(policy: str, k: int) -> str:
@@ -68,15 +66,17 @@ def replica_name(policy: str, k: int) -> str:
 def replica_names(policy: str, training_seeds: int) -> list[str]:
     """Every model directory name of ``policy`` under ``training_seeds`` seeds (one name for a
     policy that is not seeded)."""
-    n = int(training_seeds) if policy in SEEDED_POLICY_NAMES else 1
+    n = int(training_seeds) if policy in CATALOGUE.seeded() else 1
     return [replica_name(policy, k) for k in range(max(n, 1))]
 
 
-__all__ = sorted([*_EXPORTS, "TORCH_POLICY_NAMES", "SEEDED_POLICY_NAMES", "HISTORY_POLICY_NAMES",
-                  "HISTORY_THREADS", "fit_threads", "replica_name", "replica_names"])
+__all__ = sorted([*_EXPORTS, *_NAME_SETS, "HISTORY_THREADS", "fit_threads", "replica_name",
+                  "replica_names"])
 
 
 def __getattr__(name):
+    if name in _NAME_SETS:
+        return _NAME_SETS[name]()
     if name in _EXPORTS:
         module = _EXPORTS[name]
         if not module.startswith("mirage."):

@@ -32,9 +32,9 @@ BUDGET_S = 300.0
 def fitted_names(config: dict) -> list[str]:
     """The config's policies that the workflow fits on the samples: not the twins, which are
     replayed on the validation samples (rule decide_twin)."""
-    from mirage.policies.replayed import REPLAYED_POLICY_NAMES
+    from mirage.policies.catalogue import CATALOGUE
 
-    return [p for p in config["policies"]["names"] if p not in REPLAYED_POLICY_NAMES]
+    return [p for p in config["policies"]["names"] if p in CATALOGUE.fitted()]
 
 
 def peak_rss_gb() -> float:
@@ -51,7 +51,8 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
     (all: None). ``params``: policy name -> settings over the config's ``policies.params``."""
     from mirage.outcomes import SampleSet
     from mirage.policies import fit_threads
-    from mirage.policies.cli import TUNED_OF, fit_one
+    from mirage.policies.catalogue import CATALOGUE
+    from mirage.policies.fitting import fit_one
 
     data = SampleSet.load(samples)
     train = data.split("train")
@@ -59,7 +60,7 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
                      **(params or {}).get(name, {})} for name in policies}
     costs = config.get("policies", {}).get("costs", {})
     c_I, c_O = float(costs.get("c_I", 1.0)), float(costs.get("c_O", 0.5))
-    order = sorted(policies, key=lambda p: p in TUNED_OF)  # untuned first, as the workflow
+    order = sorted(policies, key=lambda p: p in CATALOGUE.tuned_of())  # untuned first, as the workflow
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(out_dir) if out_dir else Path(tmp)

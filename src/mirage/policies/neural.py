@@ -131,7 +131,7 @@ class TorchPolicy(Policy):
         """Train on ``train``; with ``tune_threshold`` the threshold first, by cross-fitting.
 
         ``final_from``: the same policy already trained on the same ``train`` with the same seed
-        and settings (the untuned one of this tuned policy, mirage.policies.cli.TUNED_OF): its
+        and settings (the untuned one of this tuned policy, Entry.tunes in the catalogue): its
         network is this one's final network, the very one ``_train(train, seed)`` would train
         again (a seeded fit is repeatable bit for bit).
         """

@@ -1,105 +1,122 @@
-"""Names -> policy constructors, so evaluation and the workflow treat every policy alike."""
+"""Names -> policies, read from the catalogue (mirage.policies.catalogue), so evaluation and the
+workflow treat every policy alike: making one by its name, the parameters it takes from a
+config, the tuned policy's pairing with its untuned one, saving and loading.
+
+A policy's class is imported on first use: importing torch costs a process about 2 s, which a
+fit of the other policies (or `mirage evaluate` of them) need not pay.
+"""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from pathlib import Path
 
 import joblib
 
-from mirage.policies import TORCH_POLICY_NAMES
+from mirage.errors import MirageError
 from mirage.policies.base import Policy
-from mirage.policies.baselines import Average, FixedLead, PlanLead, Reactive
-from mirage.policies.oracle import Oracle
-from mirage.policies.quantile import QuantileLead
-from mirage.policies.service import ServiceLevel
-from mirage.policies.trees import RegressorPolicy
-
-# The torch policies' classes are imported on first use: importing torch costs a process about
-# 2 s, which a fit of the other policies (or `mirage evaluate` of them) need not pay. The imports
-# are written out in functions so that mirage.fingerprint still sees them.
-def _dqn():
-    from mirage.policies.dqn import DQN
-
-    return DQN
-
-
-def _pg():
-    from mirage.policies.pg import PolicyGradient
-
-    return PolicyGradient
-
-
-def _sequence(cls: str):
-    def load():
-        from mirage.policies import sequence
-
-        return getattr(sequence, cls)
-
-    return load
-
-
-_TORCH_CLASSES = {"dqn": _dqn, "dqn_tuned": _dqn, "pg": _pg, "pg_tuned": _pg,
-                  "transformer": _sequence("TransformerValue"),
-                  "transformer_tuned": _sequence("TransformerValue"),
-                  "moe": _sequence("MoEValue"), "moe_tuned": _sequence("MoEValue"),
-                  "pg_transformer": _sequence("PGTransformer")}
+from mirage.policies.catalogue import CATALOGUE, HISTORY, REPLAYED, TORCH
 
 
 class _TorchClasses(Mapping):
     """Torch policy name -> class, importing the class's module (and torch) when asked."""
 
     def __getitem__(self, name):
-        return _TORCH_CLASSES[name]()
+        if name not in CATALOGUE.torch():
+            raise KeyError(name)
+        return CATALOGUE[name].load_class()
 
     def __iter__(self):
-        return iter(_TORCH_CLASSES)
+        return iter(CATALOGUE.names(TORCH, HISTORY))
 
     def __len__(self):
-        return len(_TORCH_CLASSES)
+        return len(CATALOGUE.torch())
 
 
 TORCH_POLICIES: Mapping = _TorchClasses()
 
 
-def _torch(name: str, **fixed):
-    return lambda **p: TORCH_POLICIES[name](**fixed, **p)
-
-
-_FACTORIES = {
-    "reactive": Reactive,
-    "average": Average,
-    "fixed_lead": FixedLead,
-    "plan_lead": PlanLead,
-    "quantile": QuantileLead,
-    "service_level": ServiceLevel,
-    "rf": lambda **p: RegressorPolicy(kind="rf", **p),
-    "rf_tuned": lambda **p: RegressorPolicy(kind="rf", tune_threshold=True, **p),
-    "xgb": lambda **p: RegressorPolicy(kind="xgb", **p),
-    "xgb_tuned": lambda **p: RegressorPolicy(kind="xgb", tune_threshold=True, **p),
-    "dqn": _torch("dqn"),
-    "dqn_tuned": _torch("dqn_tuned", tune_threshold=True),
-    "pg": _torch("pg"),
-    "pg_tuned": _torch("pg_tuned", tune_threshold=True),
-    "transformer": _torch("transformer"),
-    "transformer_tuned": _torch("transformer_tuned", tune_threshold=True),
-    "moe": _torch("moe"),
-    "moe_tuned": _torch("moe_tuned", tune_threshold=True),
-    "pg_transformer": _torch("pg_transformer"),
-    "oracle": Oracle,
-}
-POLICIES: tuple[str, ...] = tuple(_FACTORIES)
-assert set(TORCH_POLICIES) == TORCH_POLICY_NAMES, "mirage.policies.TORCH_POLICY_NAMES is out of date"
+def __getattr__(name):
+    # POLICIES is read from the catalogue at each use, so a plugin's policy registered later
+    # (mirage.policies.catalogue.register) is among them
+    if name == "POLICIES":
+        return CATALOGUE.fitted()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def make_policy(name: str, **params) -> Policy:
-    try:
-        factory = _FACTORIES[name]
-    except KeyError:
-        raise ValueError(f"unknown policy {name!r}; known: {', '.join(POLICIES)}") from None
-    policy = factory(**params)
+    """The policy ``name`` (not fitted): its class with the arguments its name fixes and
+    ``params``."""
+    if name not in CATALOGUE.fitted():
+        raise ValueError(f"unknown policy {name!r}; known: {', '.join(CATALOGUE.fitted())}")
+    entry = CATALOGUE[name]
+    policy = entry.load_class()(**entry.fixed, **params)
     policy.name = name
     return policy
+
+
+def policy_params(name: str, params: dict, *, c_I: float, c_O: float, device: str, threads: int = 1) -> dict:
+    """The config's parameters for ``name`` plus the costs, device and threads where the policy
+    takes them (threads come from the rule, not the config)."""
+    if name in CATALOGUE and CATALOGUE[name].kind == REPLAYED:
+        raise MirageError(f"{name} is not fitted on the samples: it is fitted on the training "
+                          "trace and replayed on the validation samples. Fix: `mirage samples "
+                          f"twin --policy {name}` (the workflow's decide_twin rule)")
+    if name not in CATALOGUE:
+        raise MirageError(f"unknown policy {name!r}; known: {', '.join(CATALOGUE.fitted())}")
+    out = dict(params)
+    cls = CATALOGUE[name].load_class()
+    if CATALOGUE[name].torch:
+        own = set(inspect.signature(cls.__init__).parameters) - {"self", "config"}
+        # tune_threshold is the policy's name (dqn vs dqn_tuned), not a setting
+        accepted = set(cls.config_class.__dataclass_fields__) | own - {"tune_threshold"}
+        out.setdefault("device", device)
+    else:
+        accepted = set(inspect.signature(cls.__init__).parameters) - {"self"}
+    unknown = set(out) - accepted
+    if unknown:
+        raise MirageError(
+            f"policy {name!r} does not take parameter(s) {sorted(unknown)}; it takes {sorted(accepted)}. "
+            "Fix `policies.params` in the config"
+        )
+    for key, value in (("c_I", c_I), ("c_O", c_O), ("threads", threads), ("n_jobs", threads)):
+        if key in accepted:
+            out.setdefault(key, value)
+    return out
+
+
+#: the settings of tuning alone, in which a tuned policy and its untuned one may differ: tuning
+#: cross-fits a threshold and then fits the same model on the same samples with the same seed
+#: as the untuned policy, so where both are fitted alike, the untuned policy's model is taken
+#: instead of fitting it again (catalogue: Entry.tunes)
+TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold", "tune_every",
+                         "tune_model_params"})
+
+
+def final_fit_mismatch(tuned, base) -> list[str]:
+    """The settings (other than tuning's) in which policy ``base`` was not fitted like the
+    final model of ``tuned`` would be; empty when ``tuned`` may take ``base``'s model."""
+    a = {k: v for k, v in tuned.params.items() if k not in TUNING_KEYS}
+    b = {k: v for k, v in base.params.items() if k not in TUNING_KEYS}
+    return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
+
+
+def shared_final(name: str, policy: Policy, finals=()) -> Policy | None:
+    """The fitted policy of ``finals`` whose model ``policy`` (named ``name``, tuned) takes as
+    its final model: its untuned policy (Entry.tunes), fitted with the same settings; None
+    where there is none."""
+    untuned = CATALOGUE[name].tunes
+    for cand in finals:
+        if untuned is not None and getattr(cand, "name", None) == untuned \
+                and not final_fit_mismatch(policy, cand):
+            return cand
+    return None
+
+
+def model_file(name: str) -> str:
+    """The file name ``mirage fit`` saves policy ``name`` under."""
+    return "model.pt" if CATALOGUE[name].torch else "model.joblib"
 
 
 def save_policy(policy: Policy, path) -> Path:

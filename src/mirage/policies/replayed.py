@@ -1,12 +1,13 @@
 """Decisions made by replaying each sample's episode, stored for the table evaluation.
 
-The twin (mirage.policies.twin) decides from the queue a user sees, which the sample tables do
-not hold, so its first submit on a sample is found by re-running that sample's episode and
-asking it at every point (mirage.samples.twin.run_twin). :class:`ReplayedDecisions` keeps those
-first submits per sample and answers :meth:`first_submit_all` from them, so `mirage evaluate`
-scores the twin like every other policy, on the same samples and outcomes, with the same
-paired intervals. It decides nothing itself: a sample it holds no decision for is an error
-that names the fix, never a silent reactive default.
+The twin (mirage.policies.twin; kind ``replayed`` in mirage.policies.catalogue) decides from
+the queue a user sees, which the sample tables do not hold, so its first submit on a sample
+is found by re-running that sample's episode and asking it at every point
+(mirage.samples.twin.run_twin). :class:`ReplayedDecisions` keeps those first submits per
+sample and answers :meth:`first_submit_all` from them, so `mirage evaluate` scores the twin
+like every other policy, on the same samples and outcomes, with the same paired intervals.
+It decides nothing itself: a sample it holds no decision for is an error that names the
+fix, never a silent reactive default.
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ import pandas as pd
 from mirage.errors import MirageError
 from mirage.outcomes import SampleSet
 from mirage.policies.base import Policy
-
-#: the policies evaluated through stored replayed decisions, and the command that makes them
-REPLAYED_POLICY_NAMES = frozenset({"twin", "twin_tuned"})
-
 
 class ReplayedDecisionsError(MirageError):
     """Decisions asked for a sample that was not replayed."""
@@ -70,4 +67,4 @@ class ReplayedDecisions(Policy):
             "Fix: use first_submit_all (what mirage evaluate calls)")
 
 
-__all__ = ["REPLAYED_POLICY_NAMES", "ReplayedDecisions", "ReplayedDecisionsError"]
+__all__ = ["ReplayedDecisions", "ReplayedDecisionsError"]

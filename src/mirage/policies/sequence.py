@@ -305,7 +305,7 @@ class TransformerValue(TorchPolicy):
     def fit(self, train: SampleSet, seed: int = 0, final_from: "TransformerValue | None" = None):
         """Train on ``train``; with ``tune_threshold`` the threshold (and the plan veto) first,
         by time-ordered cross-fitting. ``final_from``: the untuned twin fitted on the same
-        samples with the same seed and settings (mirage.policies.cli.TUNED_OF), whose network
+        samples with the same seed and settings (Entry.tunes in the catalogue), whose network
         is this one's final network."""
         self._set_threads()
         if self.params["tune_threshold"]:

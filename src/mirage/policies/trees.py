@@ -155,7 +155,7 @@ class RegressorPolicy(Policy):
         """Fit on ``train``; with ``tune_threshold`` the threshold first, by cross-fitting.
 
         ``final_from``: the same regressor already fitted on the same ``train`` with the same
-        seed (the untuned policy of this tuned one, see mirage.policies.cli.TUNED_OF): its model
+        seed (the untuned policy of this tuned one, Entry.tunes in the catalogue): its model
         is this one's final model, the very fit ``_fit_model(train, seed)`` would make again.
         """
         self.feature_columns_ = train.feature_columns
