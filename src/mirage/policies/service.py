@@ -41,17 +41,15 @@ class ServiceLevel(QuantileLead):
                  tune: bool = True, n_blocks: int = 4, c_I: float = 1.0, c_O: float = 0.5,
                  max_iter: int = 100, learning_rate: float = 0.1, max_leaf_nodes: int = 31,
                  min_samples_leaf: int = 40):
+        # the service level and the quantiles it is tuned over
         self.target_share, self.max_overlap_h = target_share, max_overlap_h
-        self.tau, self.taus = tau, taus
-        self.min_level_samples = min_level_samples
-        self.window_h = window_h
-        self.tune = tune
-        self.n_blocks = n_blocks
+        self.tau, self.taus, self.min_level_samples = tau, taus, min_level_samples
+        # the quantile model's training window, its tuning and the costs
+        self.window_h, self.tune, self.n_blocks = window_h, tune, n_blocks
         self.c_I, self.c_O = c_I, c_O
-        self.max_iter = max_iter
-        self.learning_rate = learning_rate
-        self.max_leaf_nodes = max_leaf_nodes
-        self.min_samples_leaf = min_samples_leaf
+        # the gradient-boosted model's settings
+        self.max_iter, self.learning_rate = max_iter, learning_rate
+        self.max_leaf_nodes, self.min_samples_leaf = max_leaf_nodes, min_samples_leaf
 
     def _tau_grid(self) -> tuple[float, ...]:
         """The quantiles the service level is tuned over, checked."""
