@@ -83,8 +83,9 @@ def test_a_higher_target_buys_more_uninterrupted_handovers(train, validation):
     assert share(hi) > share(lo)
 
 
-def test_bad_service_settings_are_refused():
+def test_bad_service_settings_are_refused_by_fit(train):
+    # kept as given by the constructor (scikit-learn's convention), refused before any fitting
     with pytest.raises(ValueError, match="target_share"):
-        make_policy("service_level", target_share=1.5)
+        make_policy("service_level", target_share=1.5).fit(train, seed=0)
     with pytest.raises(ValueError, match="taus"):
-        make_policy("service_level", taus=(0.5, 1.0))
+        make_policy("service_level", taus=(0.5, 1.0)).fit(train, seed=0)
