@@ -115,7 +115,7 @@ def test_outcomes_table_and_renderings(tiny, tmp_path):
         ("fixed_lead", "train"), ("fixed_lead", "validation")]
     assert (sw[1]["chosen_lead_h"] == pols["fixed_lead"].lead_h_).all()
     assert sw[1]["cost"].tolist() == pytest.approx(
-        lead_sweep(tiny, pols["fixed_lead"].leads)["cost"].tolist())
+        lead_sweep(tiny, pols["fixed_lead"].leads_)["cost"].tolist())
 
 
 def test_lead_sweep_by_hand(tiny):

@@ -2,6 +2,7 @@ import os
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 from policy_budgets import FAST, LEARNED
 from mirage.evaluate import outcomes
@@ -86,7 +87,7 @@ def test_fixed_lead_picks_the_cheapest_lead_of_its_sweep(fitted):
     fl = fitted["fixed_lead"]
     best = fl.sweep_.loc[fl.sweep_["cost"].idxmin()]
     assert fl.lead_h_ == best["lead_h"]
-    assert len(fl.sweep_) == len(fl.leads)
+    assert len(fl.sweep_) == len(fl.leads_)
 
 
 def test_tuned_threshold_comes_from_the_sweep(fitted):
@@ -126,8 +127,9 @@ def test_quantile_tuning_picks_the_best_cross_fitted_grid_point(fitted):
     floors = sweep[["floor_h", "floor_gate"]].drop_duplicates()
     assert len(floors) in (2, 3) and 0.0 in set(sweep["floor_h"])
     assert set(sweep["gate"]) == {False, True}  # the synthetic samples carry the plan
-    per_floor = sum(len(q.margins) if cap > 0 else 1 for cap in q.caps)  # cap 0: no margins
-    assert len(sweep) == len(q.windows) * 2 * len(floors) * per_floor
+    margins, caps, windows = q.grids()
+    per_floor = sum(len(margins) if cap > 0 else 1 for cap in caps)  # cap 0: no margins
+    assert len(sweep) == len(windows) * 2 * len(floors) * per_floor
     best = sweep.loc[sweep["cost_ratio"].idxmin()]
     assert (q.window_h_, q.floor_h_, q.margin_h_, q.cap_h_, q.gate_, q.floor_gate_) == (
         best["window_h"], best["floor_h"], best["margin_h"], best["cap_h"], best["gate"],
@@ -156,20 +158,6 @@ def test_quantile_window_restricts_training_rows(train, monkeypatch):
     rem = train.points["pred_remaining_h"].to_numpy(dtype=float, na_value=np.nan)
     running = train.points["pred_running"].to_numpy(dtype=bool)
     assert seen == [int((running & (np.nan_to_num(rem, nan=99) <= 2.0)).sum())]
-
-
-def test_quantile_pickled_before_the_tuned_lead_still_loads(fitted, validation):
-    import pickle
-    q = fitted["quantile"]
-    state = {k: v for k, v in q.__dict__.items()
-             if k not in ("margin_h_", "floor_h_", "cap_h_", "tune_sweep_", "window_h_", "gate_",
-                          "floor_gate_")}
-    old = object.__new__(type(q))
-    old.__dict__.update(state)
-    loaded = pickle.loads(pickle.dumps(old))
-    assert (loaded.margin_h_, loaded.floor_h_, loaded.cap_h_) == (q.params["margin_h"], 0.0,
-                                                                  np.inf)
-    loaded.submit_mask(validation.points)  # scores without error
 
 
 def test_plan_lead_submits_only_where_the_plan_starts_the_successor_after_the_end(fitted,
@@ -373,14 +361,14 @@ def test_fit_and_evaluate_read_the_history_only_for_a_policy_that_reads_it(synth
 
 
 def _constructor_args(policy) -> set[str]:
-    import dataclasses
     import inspect
 
+    if type(policy).__init__ is object.__init__:  # no parameters (reactive)
+        return set()
     sig = inspect.signature(type(policy).__init__).parameters
-    names = {n for n, p in sig.items() if n != "self" and p.kind is not p.VAR_KEYWORD}
-    if any(p.kind is p.VAR_KEYWORD for p in sig.values()):  # torch policies: the config's fields
-        names |= {f.name for f in dataclasses.fields(policy.config_class)}
-    return names
+    assert not any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in sig.values()), (
+        "scikit-learn's convention: every parameter is named in the constructor")
+    return {n for n in sig if n != "self"}
 
 
 @pytest.mark.parametrize("name", sorted(POLICIES))
@@ -394,6 +382,44 @@ def test_fitted_attributes_are_set_only_by_fit(name):
     policy = make_policy(name)
     before = {k for k in vars(policy) if k.endswith("_") and not k.startswith("_")}
     assert not before, f"{name} sets {sorted(before)} before fit"
+
+
+@pytest.mark.parametrize("name", sorted(POLICIES))
+def test_params_round_trip_through_set_params_and_sklearn_clone(name):
+    policy = make_policy(name)
+    params = policy.get_params()
+    assert params == policy.get_params(deep=True)
+    # each constructor argument is kept as given, as an attribute of its name
+    assert all(getattr(policy, k) is v for k, v in params.items())
+    copy = clone(policy)
+    assert type(copy) is type(policy) and copy is not policy
+    assert copy.get_params() == params and copy.name == policy.name
+    assert not [k for k in vars(copy) if k.endswith("_") and not k.startswith("_")]
+    key = sorted(params)[0] if params else None
+    if key is not None:
+        assert policy.set_params(**{key: params[key]}) is policy
+        assert policy.get_params() == params
+    with pytest.raises(ValueError, match="no parameter 'nope'"):
+        policy.set_params(nope=1)
+
+
+def test_set_params_changes_what_fit_does(train):
+    rule = make_policy("fixed_lead", tune=True).fit(train, seed=0)
+    rule.set_params(tune=False, lead_h=3.0)
+    assert rule.fit(train, seed=0).lead_h_ == 3.0
+    # one job: a forest's threads sum the trees' predictions in any order
+    fitted = make_policy("rf", n_jobs=1, model_params={"n_estimators": 5}).fit(train, seed=0)
+    copy = clone(fitted)
+    assert not hasattr(copy, "model_") and hasattr(fitted, "model_")
+    np.testing.assert_array_equal(copy.fit(train, seed=0).predict(train.points),
+                                  fitted.predict(train.points))
+
+
+def test_a_bad_setting_is_refused_by_fit_naming_it(train):
+    policy = make_policy("rf", features="pixels")  # kept as given until fit
+    assert policy.features == "pixels"
+    with pytest.raises(ValueError, match="features must be one of"):
+        policy.fit(train, seed=0)
 
 
 def test_an_unfitted_lead_rule_submits_at_its_constructor_lead(validation):

@@ -169,7 +169,7 @@ def test_features_both_appends_the_compact_features(train, validation, tmp_path)
     again = load_policy(save_policy(p, tmp_path / "m.pt"))
     np.testing.assert_array_equal(_scores(again, validation), _scores(p, validation))
     with pytest.raises(ValueError, match="features"):
-        make_policy("transformer", features="compact")
+        make_policy("transformer", features="compact").fit(train, seed=0)
 
 
 def test_tuned_threshold_comes_from_the_cross_fit_and_shares_the_final_fit(train, validation):
@@ -208,7 +208,7 @@ def test_tune_every_scores_fewer_held_out_samples_and_keeps_the_final_fit(train,
     halves = [len(b) for b in time_blocks(train, 2)]
     assert scored == [(n + 1) // 2 for n in halves]
     with pytest.raises(ValueError, match="tune_every"):
-        make_policy("transformer_tuned", tune_every=0)
+        make_policy("transformer_tuned", tune_every=0).fit(train, seed=0)
 
 
 def test_samples_without_history_are_refused(train):

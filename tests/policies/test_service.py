@@ -52,9 +52,8 @@ def test_choose_tau_judges_the_pooled_row_when_no_level_has_enough_samples():
 def test_fitted_tau_is_the_rule_applied_to_its_own_sweep(fitted):
     p = fitted["service_level"]
     sweep = p.service_sweep_
-    prm = p.params
-    assert (p.tau_, p.target_met_) == choose_tau(sweep, prm["target_share"], prm["max_overlap_h"],
-                                                prm["min_level_samples"])
+    assert (p.tau_, p.target_met_) == choose_tau(sweep, p.target_share, p.max_overlap_h,
+                                                p.min_level_samples)
     swept = sorted(set(sweep["tau"]))
     assert swept == sorted(p.taus)[:len(swept)]
     assert swept == sorted(p.taus) or (p.target_met_ and swept[-1] == p.tau_)
@@ -67,7 +66,7 @@ def test_the_sweep_stops_at_the_first_tau_that_meets_the_target_and_chooses_as_a
     assert p.tau_ < max(p.taus)  # it stopped before the last one
     # every tau it passed fails the target on its own rows, so a full sweep chooses the same
     for tau, rows in p.service_sweep_.groupby("tau"):
-        met = choose_tau(rows, 0.3, 48.0, p.params["min_level_samples"])[1]
+        met = choose_tau(rows, 0.3, 48.0, p.min_level_samples)[1]
         assert met == (tau == p.tau_)
 
 
@@ -84,8 +83,9 @@ def test_a_higher_target_buys_more_uninterrupted_handovers(train, validation):
     assert share(hi) > share(lo)
 
 
-def test_bad_service_settings_are_refused():
+def test_bad_service_settings_are_refused_by_fit(train):
+    # kept as given by the constructor (scikit-learn's convention), refused before any fitting
     with pytest.raises(ValueError, match="target_share"):
-        make_policy("service_level", target_share=1.5)
+        make_policy("service_level", target_share=1.5).fit(train, seed=0)
     with pytest.raises(ValueError, match="taus"):
-        make_policy("service_level", taus=(0.5, 1.0))
+        make_policy("service_level", taus=(0.5, 1.0)).fit(train, seed=0)

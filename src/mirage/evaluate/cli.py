@@ -29,7 +29,7 @@ def lead_sweeps(policies: dict, validation, c_I: float, c_O: float) -> list[pd.D
             continue
         allow = pol._allow(validation.points)  # plan_lead's veto; None for fixed_lead
         for split, sw in (("train", pol.sweep_),
-                          ("validation", lead_sweep(validation, pol.leads, c_I, c_O, allow=allow))):
+                          ("validation", lead_sweep(validation, pol.leads_, c_I, c_O, allow=allow))):
             out.append(sw.assign(policy=name, split=split, chosen_lead_h=pol.lead_h_))
     return out
 

@@ -10,6 +10,7 @@ split with one model call instead of one call per point.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -47,9 +48,53 @@ class Observation:
         return cls(row.to_dict(), window, points if with_outcomes else None)
 
 
+class derived_name:
+    """A policy class's ``name`` computed from the instance's parameters (``rf_tuned`` from
+    ``kind`` and ``tune_threshold``). A non-data descriptor: a name set on the instance
+    (``make_policy`` sets the registered one) takes precedence."""
+
+    def __init__(self, fget):
+        self.fget = fget
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else self.fget(obj)
+
+
 class Policy:
+    """A provisioning policy, following scikit-learn's estimator conventions: every constructor
+    argument is kept unchanged as an attribute of the same name (checked and derived in fit(),
+    never in ``__init__``), ``get_params`` / ``set_params`` read and set them (so
+    ``sklearn.base.clone`` makes an unfitted copy), and what fit() learns ends in ``_``."""
+
     name: str = "policy"
     needs_history: bool = False
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The constructor's keyword parameters, as scikit-learn's BaseEstimator reads them."""
+        if cls.__init__ is object.__init__:
+            return []
+        params = inspect.signature(cls.__init__).parameters.values()
+        return sorted(p.name for p in params if p.name != "self"
+                      and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD))
+
+    def get_params(self, deep: bool = False) -> dict:
+        """The constructor arguments by name (``deep`` is accepted for scikit-learn; no policy
+        nests estimators)."""
+        legacy = vars(self).get("params")
+        if isinstance(legacy, dict):  # TwinPolicy still keeps its settings in one dict
+            return dict(legacy)
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "Policy":
+        """Set constructor arguments by name; an unknown name raises, naming the known ones."""
+        known = self._param_names()
+        for key, value in params.items():
+            if key not in known:
+                raise ValueError(f"{type(self).__name__} has no parameter {key!r}; "
+                                 f"its parameters are {known}")
+            setattr(self, key, value)
+        return self
 
     def fit(self, train: SampleSet, seed: int = 0) -> "Policy":
         return self
@@ -95,9 +140,6 @@ class Policy:
         path.parent.mkdir(parents=True, exist_ok=True)
         joblib.dump(self, path)
         return path
-
-    def get_params(self) -> dict:
-        return dict(getattr(self, "params", {}))
 
     def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

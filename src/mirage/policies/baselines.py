@@ -24,9 +24,6 @@ class Reactive(Policy):
 
     name = "reactive"
 
-    def __init__(self):
-        self.params = {}
-
     def submit_mask(self, points, windows=None):
         return np.zeros(len(points), dtype=bool)
 
@@ -38,10 +35,10 @@ class Average(Policy):
     name = "average"
 
     def __init__(self, column: str = "f_avg100_wait_h"):
-        self.params = {"column": column}
+        self.column = column
 
     def submit_mask(self, points, windows=None):
-        col = self.params["column"]
+        col = self.column
         if col not in points.columns:
             raise KeyError(f"average policy needs the feature column {col!r}")
         avg = points[col].to_numpy(dtype=float, na_value=np.nan)
@@ -102,7 +99,7 @@ class FixedLead(Policy):
     """Submit when the running predecessor has at most ``lead_h`` hours left.
 
     fit() picks the lead with the lowest mean training cost over ``leads`` (None: every 10
-    minutes from 0 to 24 h) into ``lead_h_`` and keeps the whole sweep in ``sweep_`` for the
+    minutes from 0 to 24 h; the leads swept are ``leads_``) into ``lead_h_`` and keeps the whole sweep in ``sweep_`` for the
     cost-vs-lead figure; with tune=False ``lead_h_`` is ``lead_h``. Unfitted, the rule submits
     at ``lead_h`` (the live provisioner runs ``--policy fixed_lead --policy-param lead_h=2``
     without training data).
@@ -112,35 +109,22 @@ class FixedLead(Policy):
 
     def __init__(self, lead_h: float = 1.0, tune: bool = True, leads=None,
                  c_I: float = 1.0, c_O: float = 0.5):
-        self.params = {"lead_h": lead_h, "tune": tune, "leads": leads, "c_I": c_I, "c_O": c_O}
-
-    def __setstate__(self, state):
-        # pickled before the fitted lead had its own name
-        if "lead_h" in state and "lead_h_" not in state:
-            state["lead_h_"] = state.pop("lead_h")
-        state.pop("leads", None)
-        state.setdefault("params", {}).setdefault("leads", None)
-        self.__dict__.update(state)
-
-    @property
-    def leads(self) -> np.ndarray:
-        """The candidate leads fit() sweeps (hours)."""
-        leads = self.params["leads"]
-        return DEFAULT_LEADS if leads is None else np.asarray(leads, dtype=float)
+        self.lead_h, self.tune, self.leads, self.c_I, self.c_O = lead_h, tune, leads, c_I, c_O
 
     @property
     def lead(self) -> float:
         """The lead the rule submits at: the fitted one, or ``lead_h`` before any fit."""
-        return float(getattr(self, "lead_h_", self.params["lead_h"]))
+        return float(getattr(self, "lead_h_", self.lead_h))
 
     def _allow(self, points: pd.DataFrame) -> np.ndarray | None:
         return None  # no veto
 
     def fit(self, train: SampleSet, seed: int = 0):
-        self.sweep_ = lead_sweep(train, self.leads, self.params["c_I"], self.params["c_O"],
+        self.leads_ = DEFAULT_LEADS if self.leads is None else np.asarray(self.leads, dtype=float)
+        self.sweep_ = lead_sweep(train, self.leads_, self.c_I, self.c_O,
                                  allow=self._allow(train.points))
-        self.lead_h_ = float(self.params["lead_h"])
-        if self.params["tune"]:
+        self.lead_h_ = float(self.lead_h)
+        if self.tune:
             # ties go to the shortest lead: less overlap risk for the same cost
             self.lead_h_ = float(self.sweep_.loc[self.sweep_["cost"].idxmin(), "lead_h"])
         return self

@@ -32,27 +32,29 @@ import torch.nn.functional as F
 
 from mirage.outcomes import SampleSet
 from mirage.policies.env import ProvisioningEnv
-from mirage.policies.neural import TorchPolicy, adam, direct_forward, record_every, seed_everything
+from mirage.policies.neural import (
+    Costs, TorchPolicy, adam, direct_forward, record_every, seed_everything,
+)
 
 
-@dataclass
-class DQNConfig:
-    total_timesteps: int = 120_000
-    learning_rate: float = 1e-3
-    buffer_size: int = 100_000
-    gamma: float = 1.0
-    target_network_frequency: int = 500
-    batch_size: int = 256
-    start_e: float = 1.0
-    end_e: float = 0.05
-    exploration_fraction: float = 0.5
-    learning_starts: int = 5000
-    train_frequency: int = 4
-    hidden: int = 64
-    stride: int = 3
-    counterfactual_submits: bool = True
-    c_I: float = 1.0
-    c_O: float = 0.5
+@dataclass(eq=False, repr=False)
+class DQNConfig(Costs):
+    """DQN's training settings, by CleanRL's names."""
+
+    total_timesteps: int = 120_000  # environment steps of the run
+    buffer_size: int = 100_000  # transitions the replay buffer keeps
+    learning_rate: float = 1e-3  # Adam's step size
+    batch_size: int = 256  # transitions per minibatch
+    gamma: float = 1.0  # the discount (1, see above)
+    target_network_frequency: int = 500  # steps between copies of the online net to the target
+    start_e: float = 1.0  # epsilon-greedy's epsilon at the start ...
+    end_e: float = 0.05  # ... and at the end of its fall,
+    exploration_fraction: float = 0.5  # ... which lasts this share of the run
+    learning_starts: int = 5000  # steps before the first update
+    train_frequency: int = 4  # steps between updates
+    hidden: int = 64  # the MLP's width
+    stride: int = 3  # points between decisions in training (see above)
+    counterfactual_submits: bool = True  # store the submit transition of each waiting step
 
 
 class ReplayBuffer:
@@ -82,8 +84,9 @@ def linear_schedule(start_e: float, end_e: float, duration: float, t: int) -> fl
     return max(slope * t + start_e, end_e)
 
 
-class DQN(TorchPolicy):
-    name = "dqn"
+@dataclass(eq=False, repr=False)
+class DQN(DQNConfig, TorchPolicy):
+    family = "dqn"
     config_class = DQNConfig
 
     # Q(submit) - Q(wait) in hours of cost
@@ -116,7 +119,7 @@ class DQN(TorchPolicy):
                 action = int(rng.random() < 1.0 / env.steps_left)
             else:
                 with torch.no_grad():
-                    q = q_of(torch.from_numpy(obs).to(self.device))
+                    q = q_of(torch.from_numpy(obs).to(self.torch_device))
                 action = int(q.argmax().item())
             if cfg.counterfactual_submits and action == 0:
                 rb.add(obs, obs, 1, env.submit_reward(), 1.0)
@@ -130,7 +133,7 @@ class DQN(TorchPolicy):
 
             if step >= cfg.learning_starts and step % cfg.train_frequency == 0:
                 b_obs, b_next, b_act, b_rew, b_done = rb.sample(cfg.batch_size, rng,
-                                                                self.device)
+                                                                self.torch_device)
                 with torch.no_grad():
                     next_a = q_of(b_next).argmax(dim=1, keepdim=True)
                     target_max = target_of(b_next).gather(1, next_a).squeeze(1)

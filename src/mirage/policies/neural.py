@@ -14,7 +14,7 @@ them: a pickle of the whole object would tie saved files to this module's class 
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from mirage.policies.base import Policy
+from mirage.policies.base import Policy, derived_name
 from mirage.outcomes import SampleSet, compact_matrix
 from mirage.policies.env import Scaler, TableEpisodes
 from mirage.policies.baselines import vetoed
@@ -76,49 +76,69 @@ def adam(params, lr: float) -> torch.optim.Optimizer:
     return torch.optim.Adam(params, lr=lr, fused=True)
 
 
+@dataclass(eq=False, repr=False)
+class Costs:
+    """The costs every torch policy trains on: of an hour of interruption, of an hour of
+    overlap. The base of each policy's training settings."""
+
+    c_I: float = 1.0
+    c_O: float = 0.5
+
+
 def seed_everything(seed: int) -> np.random.Generator:
     torch.manual_seed(seed)
     return np.random.default_rng(seed)
 
 
+@dataclass(eq=False, repr=False)
 class TorchPolicy(Policy):
-    """Base of policies that score standardised compact features with an MLP."""
+    """Base of policies that score standardised compact features with an MLP.
+
+    A subclass is a dataclass whose first base is its training settings' dataclass
+    (``config_class``, declared with eq=False and repr=False so that a policy compares by
+    identity and prints as a Policy), so its constructor takes every training setting and
+    these four and keeps each unchanged as an attribute of its name (scikit-learn's
+    convention). The settings come first so that a subclass's defaults win over its parent
+    policy's (pg_transformer's threshold 0 over the transformer's -0.5)."""
+
+    device: str = "cpu"
+    threads: int | None = 1
+    tune_threshold: bool = False
+    n_blocks: int = 4
+    # fit() sets feature_columns_, scaler_, net_, train_seconds_, history_, threshold_,
+    # threshold_sweep_ and gate_ (the scheduler's veto, baselines.plan_allows)
 
     n_outputs = 2
-    thresholds: np.ndarray = np.zeros(1)  # candidates for tune_threshold, set per policy
-    config_class: type = None  # the training settings' dataclass, set per policy
-
-    def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, **config):
-        # unknown training settings fail here, by the dataclass, with their name
-        self.params = dict(asdict(self.config_class(**config)), device=device, threads=threads,
-                           tune_threshold=tune_threshold, n_blocks=n_blocks)
-        # fit() sets feature_columns_, scaler_, net_, train_seconds_, history_, threshold_,
-        # threshold_sweep_ and gate_ (the scheduler's veto, baselines.plan_allows)
+    #: candidates for tune_threshold, set per policy
+    thresholds = np.zeros(1)
+    #: the training settings' dataclass, set per policy
+    config_class = None
+    #: the policy's name without ``_tuned``, set per policy
+    family = "torch"
+    name = derived_name(lambda self: self.family + ("_tuned" if self.tune_threshold else ""))
 
     @property
-    def device(self) -> torch.device:
-        return torch.device(self.params["device"])
+    def torch_device(self) -> torch.device:
+        return torch.device(self.device)
 
     def _set_threads(self):
-        if self.params.get("threads"):
-            torch.set_num_threads(int(self.params["threads"]))
+        if self.threads:
+            torch.set_num_threads(int(self.threads))
 
     def _prepare(self, train: SampleSet) -> TableEpisodes:
         self.feature_columns_ = train.feature_columns
         self.scaler_ = Scaler.fit(compact_matrix(train.points, self.feature_columns_))
-        return TableEpisodes(train, self.feature_columns_, self.scaler_,
-                             self.params.get("c_I", 1.0), self.params.get("c_O", 0.5))
+        return TableEpisodes(train, self.feature_columns_, self.scaler_, self.c_I, self.c_O)
 
     def _build_net(self, n_in: int) -> nn.Module:
-        return mlp(n_in, self.n_outputs, self.params.get("hidden", 64)).to(self.device)
+        return mlp(n_in, self.n_outputs, self.hidden).to(self.torch_device)
 
     # ---- training and decisions ------------------------------------------------------------
     @property
     def config(self):
         """The training settings as their dataclass."""
         fields = self.config_class.__dataclass_fields__
-        return self.config_class(**{k: v for k, v in self.params.items() if k in fields})
+        return self.config_class(**{k: getattr(self, k) for k in fields})
 
     def _train(self, train: SampleSet, seed: int) -> None:
         """Fit the network on ``train`` (sets feature_columns_, scaler_, net_, history_)."""
@@ -136,13 +156,13 @@ class TorchPolicy(Policy):
         again (a seeded fit is repeatable bit for bit).
         """
         self._set_threads()
-        if self.params["tune_threshold"]:
+        if self.tune_threshold:
             def fit_score(fit_part, held):
                 self._train(fit_part, seed)
                 return self.decision_score(held.points)
 
-            c_I, c_O = self.params.get("c_I", 1.0), self.params.get("c_O", 0.5)
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
+            c_I, c_O = self.c_I, self.c_O
+            blocks = cross_fit(train, self.n_blocks, fit_score, c_I, c_O)
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O, strict=True)
         else:
@@ -168,7 +188,7 @@ class TorchPolicy(Policy):
             raise RuntimeError(f"{self.name} is not fitted; call fit() first")
         X = self.scaler_.transform(compact_matrix(points, self.feature_columns_))
         with torch.no_grad():
-            return self.net_(torch.from_numpy(X).to(self.device)).cpu()
+            return self.net_(torch.from_numpy(X).to(self.torch_device)).cpu()
 
     # ---- persistence -----------------------------------------------------------------------
     def _extra_state(self) -> dict:
@@ -185,7 +205,7 @@ class TorchPolicy(Policy):
     def save(self, path) -> Path:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save({"policy": self.name, "params": self.params,
+        torch.save({"policy": self.name, "params": self.get_params(),
                     "feature_columns": list(self.feature_columns_),
                     "threshold": float(self.threshold_), "gate": bool(self.gate_),
                     "mean": torch.from_numpy(self.scaler_.mean),

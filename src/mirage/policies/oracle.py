@@ -18,11 +18,11 @@ class Oracle(Policy):
     name = "oracle"
 
     def __init__(self, c_I: float = 1.0, c_O: float = 0.5):
-        self.params = {"c_I": c_I, "c_O": c_O}
+        self.c_I, self.c_O = c_I, c_O
 
     def _best_k(self, sample_points: pd.DataFrame) -> int:
         sp = sample_points.sort_values("k")
-        c = cost(sp["x_h"].to_numpy(dtype=float), self.params["c_I"], self.params["c_O"])
+        c = cost(sp["x_h"].to_numpy(dtype=float), self.c_I, self.c_O)
         return int(sp["k"].to_numpy()[int(np.argmin(c))])
 
     def submit_mask(self, points, windows=None):
@@ -42,7 +42,7 @@ class Oracle(Policy):
 
     def first_submit_all(self, data: SampleSet) -> pd.Series:
         pts = data.points
-        c = cost(pts["x_h"].to_numpy(dtype=float), self.params["c_I"], self.params["c_O"])
+        c = cost(pts["x_h"].to_numpy(dtype=float), self.c_I, self.c_O)
         starts = data.point_starts()
         # argmin per segment: the minimum per sample, then the first row reaching it
         mins = np.minimum.reduceat(c, starts)

@@ -25,25 +25,32 @@ import torch
 import torch.nn.functional as F
 
 from mirage.outcomes import SampleSet
-from mirage.policies.neural import TorchPolicy, adam, mlp, record_every, seed_everything
+from mirage.policies.neural import Costs, TorchPolicy, adam, mlp, record_every, seed_everything
 
 
-@dataclass
-class PGConfig:
-    updates: int = 400
+@dataclass(eq=False, repr=False)
+class Reinforce(Costs):
+    """REINFORCE's settings, the reference's (see above), shared by ``pg`` and
+    ``pg_transformer``: episodes per update, discount, entropy bonus, the learned baseline's
+    loss weight, and a decision every ``stride`` points in training."""
+
     episodes_per_update: int = 32
     gamma: float = 0.99
     ent_coef: float = 0.1
-    learning_rate: float = 0.01
     value_coef: float = 0.5
-    hidden: int = 64
     stride: int = 6
-    c_I: float = 1.0
-    c_O: float = 0.5
 
 
-class PolicyGradient(TorchPolicy):
-    name = "pg"
+@dataclass(eq=False, repr=False)
+class PGConfig(Reinforce):
+    updates: int = 400
+    learning_rate: float = 0.01
+    hidden: int = 64
+
+
+@dataclass(eq=False, repr=False)
+class PolicyGradient(PGConfig, TorchPolicy):
+    family = "pg"
     config_class = PGConfig
     n_outputs = 1  # the submit logit
 
@@ -54,7 +61,7 @@ class PolicyGradient(TorchPolicy):
         cfg = self.config
         rng = seed_everything(seed)
         ep = self._prepare(train)
-        dev = self.device
+        dev = self.torch_device
         gen = torch.Generator().manual_seed(seed)
 
         policy = self._build_net(ep.obs_dim)
@@ -70,22 +77,14 @@ class PolicyGradient(TorchPolicy):
         every = record_every(cfg.updates)
         for update in range(cfg.updates):
             idx = rng.integers(ep.n_samples, size=cfg.episodes_per_update)
-            start, last = ep.starts[idx], ep.n[idx] - 1
-            k = np.zeros(len(idx), np.int64)
-            active = np.ones(len(idx), bool)
             logps, ents, vals, ep_of, t_of = [], [], [], [], []
-            end_step = np.zeros(len(idx), np.int64)
-            end_row = np.zeros(len(idx), np.int64)
-            t = 0
-            while active.any():
-                a_idx = np.flatnonzero(active)
-                rows = start[a_idx] + k[a_idx]
+
+            def choose(t, a_idx, rows, forced):
                 obs = X[rows]
                 logits = policy(obs).squeeze(1)
                 p = torch.sigmoid(logits)
                 u = torch.rand(len(a_idx), generator=gen).to(dev)
                 act = (u < p.detach()).cpu().numpy()
-                forced = k[a_idx] >= last[a_idx]
                 chosen = ~forced  # a forced submit was not the policy's choice: no gradient
                 if chosen.any():
                     c = torch.from_numpy(np.flatnonzero(chosen)).to(dev)
@@ -97,9 +96,9 @@ class PolicyGradient(TorchPolicy):
                     vals.append(value(obs[c]).squeeze(1))
                     ep_of.append(a_idx[chosen])
                     t_of.append(np.full(int(chosen.sum()), t))
-                end_or_advance(a_idx, act | forced, rows, t, cfg.stride, k, last, active,
-                               end_step, end_row)
-                t += 1
+                return act
+
+            end_step, end_row = roll_out(ep.starts[idx], ep.n[idx] - 1, cfg.stride, choose)
             reward = -ep.cost[end_row]
             if not logps:
                 continue
@@ -127,13 +126,28 @@ class PolicyGradient(TorchPolicy):
         return self._outputs(points).squeeze(1).numpy()
 
 
-def end_or_advance(a_idx, stop, rows, t, stride, k, last, active, end_step, end_row) -> None:
-    """One decision step of a batch of table-backed episodes (``a_idx``, the active ones): an
-    episode that stops (submitted, or forced at its last point) ends at step ``t`` on its
-    point ``rows``; the others move ``stride`` points on, never past their last point."""
-    done = a_idx[stop]
-    end_step[done] = t
-    end_row[done] = rows[stop]
-    active[done] = False
-    go = a_idx[~stop]
-    k[go] = np.minimum(k[go] + stride, last[go])
+def roll_out(start: np.ndarray, last: np.ndarray, stride: int, choose) -> tuple[np.ndarray, np.ndarray]:
+    """Roll a batch of table-backed episodes out together: episode i starts at point row
+    ``start[i]`` and has ``last[i]`` points after it. At decision step t,
+    ``choose(t, a_idx, rows, forced)`` says which of the active episodes ``a_idx``, on their
+    point ``rows``, submit (a boolean array); an episode that submits, or is ``forced`` at its
+    last point, ends there; the others move ``stride`` points on, never past their last point.
+    Returns each episode's end step and end row."""
+    k = np.zeros(len(start), np.int64)
+    active = np.ones(len(start), bool)
+    end_step = np.zeros(len(start), np.int64)
+    end_row = np.zeros(len(start), np.int64)
+    t = 0
+    while active.any():
+        a_idx = np.flatnonzero(active)
+        rows = start[a_idx] + k[a_idx]
+        forced = k[a_idx] >= last[a_idx]
+        stop = choose(t, a_idx, rows, forced) | forced
+        done = a_idx[stop]
+        end_step[done] = t
+        end_row[done] = rows[stop]
+        active[done] = False
+        go = a_idx[~stop]
+        k[go] = np.minimum(k[go] + stride, last[go])
+        t += 1
+    return end_step, end_row

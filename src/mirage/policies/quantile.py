@@ -52,56 +52,32 @@ class QuantileLead(Policy):
                  cap_h: float | None = None, tune: bool = True, n_blocks: int = 4,
                  margins=None, caps=None, windows=None):
         # the grids stay as given (None: the defaults above), as scikit-learn keeps them
-        self.params = dict(c_I=c_I, c_O=c_O, max_iter=max_iter, learning_rate=learning_rate,
-                           max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
-                           margin_h=margin_h, window_h=window_h, floor_h=floor_h,
-                           cap_h=cap_h, tune=tune, n_blocks=n_blocks, margins=margins,
-                           caps=caps, windows=windows)
-
-    def __setstate__(self, state):
-        params = state.setdefault("params", {})
-        # pickled before the grids were parameters and the quantile a fitted attribute
-        for grid in ("margins", "caps", "windows"):
-            state.pop(grid, None)
-            params.setdefault(grid, None)
-        if "tau" in state and "tau_" not in state:
-            state["tau_"] = state.pop("tau")
-        # pickled before the tuned lead existed: margin only, no floor or cap
-        state.setdefault("margin_h_", float(params.get("margin_h", 0.0)))
-        state.setdefault("floor_h_", 0.0)
-        state.setdefault("cap_h_", np.inf)
-        state.setdefault("tune_sweep_", None)
-        state.setdefault("gate_", False)
-        state.setdefault("floor_gate_", False)
-        state.setdefault("window_h_", _window(params.get("window_h", 2.0)))
-        self.__dict__.update(state)
+        self.c_I, self.c_O = c_I, c_O
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.max_leaf_nodes = max_leaf_nodes
+        self.min_samples_leaf = min_samples_leaf
+        self.margin_h, self.window_h, self.floor_h, self.cap_h = margin_h, window_h, floor_h, cap_h
+        self.tune = tune
+        self.n_blocks = n_blocks
+        self.margins, self.caps, self.windows = margins, caps, windows
 
     # ---- settings --------------------------------------------------------------------------
-    @property
-    def margins(self) -> np.ndarray:
-        m = self.params["margins"]
-        return DEFAULT_MARGINS if m is None else np.asarray(m, dtype=float)
-
-    @property
-    def caps(self) -> np.ndarray:
-        return np.asarray(DEFAULT_CAPS if self.params["caps"] is None else self.params["caps"],
-                          dtype=float)
-
-    @property
-    def windows(self) -> tuple:
-        w = self.params["windows"]
-        return tuple(DEFAULT_WINDOWS if w is None else w)
+    def grids(self) -> tuple[np.ndarray, np.ndarray, tuple]:
+        """The margins, caps and training windows the tuning chooses from."""
+        return (np.asarray(DEFAULT_MARGINS if self.margins is None else self.margins, dtype=float),
+                np.asarray(DEFAULT_CAPS if self.caps is None else self.caps, dtype=float),
+                tuple(DEFAULT_WINDOWS if self.windows is None else self.windows))
 
     def newsvendor_tau(self) -> float:
         """The cost-optimal quantile of the wait, c_I / (c_I + c_O)."""
-        return self.params["c_I"] / (self.params["c_I"] + self.params["c_O"])
+        return self.c_I / (self.c_I + self.c_O)
 
     def _untuned(self) -> None:
         """The fitted settings as the constructor gives them (the rule without tuning)."""
-        p = self.params
-        self.window_h_ = _window(p["window_h"])
-        self.margin_h_, self.floor_h_ = float(p["margin_h"]), float(p["floor_h"])
-        self.cap_h_ = np.inf if p["cap_h"] is None else float(p["cap_h"])
+        self.window_h_ = _window(self.window_h)
+        self.margin_h_, self.floor_h_ = float(self.margin_h), float(self.floor_h)
+        self.cap_h_ = np.inf if self.cap_h is None else float(self.cap_h)
         self.gate_ = self.floor_gate_ = False  # the plan veto, see _lead_mask
         self.tune_sweep_ = None
 
@@ -115,14 +91,13 @@ class QuantileLead(Policy):
             rows = pts["pred_running"].to_numpy(dtype=bool) & (rem <= window_h)
         pts = pts[rows]
         wait = pts["x_h"].to_numpy(dtype=float) + pts["pred_remaining_h"].to_numpy(dtype=float)
-        p = self.params
         # 100 rounds: 2.3 s on 180k rows when the 2 cores were free, but 200 rounds took
         # 112 s while other jobs held them (OpenMP threads contend), and 100 were as good.
         # early_stopping off: its internal random split would make results depend on n_rows
         model = HistGradientBoostingRegressor(
-            loss="quantile", quantile=self.tau_ if tau is None else tau, max_iter=p["max_iter"],
-            learning_rate=p["learning_rate"], max_leaf_nodes=p["max_leaf_nodes"],
-            min_samples_leaf=p["min_samples_leaf"], early_stopping=False, random_state=seed)
+            loss="quantile", quantile=self.tau_ if tau is None else tau, max_iter=self.max_iter,
+            learning_rate=self.learning_rate, max_leaf_nodes=self.max_leaf_nodes,
+            min_samples_leaf=self.min_samples_leaf, early_stopping=False, random_state=seed)
         model.fit(compact_matrix(pts, self.feature_columns_), np.maximum(wait, 0.0))
         return model
 
@@ -161,7 +136,8 @@ class QuantileLead(Policy):
             DEFAULT_LEADS, PLAN_COLUMN, lead_sweep, plan_allows,
         )
 
-        c_I, c_O = self.params["c_I"], self.params["c_O"]
+        c_I, c_O = self.c_I, self.c_O
+        margins, caps, _ = self.grids()
         leads = lead_sweep(train, DEFAULT_LEADS, c_I, c_O)
         floors = [(0.0, False), (float(leads.loc[leads["cost"].idxmin(), "lead_h"]), False)]
         gates = [False]
@@ -175,19 +151,19 @@ class QuantileLead(Policy):
         return [{"gate": gate, "floor_h": floor, "floor_gate": floor_gate,
                  "margin_h": float(margin), "cap_h": float(cap)}
                 for gate in gates for floor, floor_gate in dict.fromkeys(floors)
-                for cap in self.caps
-                for margin in (self.margins if cap > 0 else (0.0,))]
+                for cap in caps
+                for margin in (margins if cap > 0 else (0.0,))]
 
     def _tune(self, train: SampleSet, seed: int) -> None:
         from mirage.policies.baselines import plan_allows
 
-        c_I, c_O = self.params["c_I"], self.params["c_O"]
+        c_I, c_O = self.c_I, self.c_O
         candidates = self.candidates(train)
         vetoed = any(c["gate"] for c in candidates)
         found, tables = [], []
-        for window in map(_window, self.windows):
+        for window in map(_window, self.grids()[2]):
             blocks = cross_fit(
-                train, self.params["n_blocks"],
+                train, self.n_blocks,
                 lambda fit_part, held: self._fit_model(fit_part, seed, window).predict(
                     compact_matrix(held.points, self.feature_columns_)),
                 c_I, c_O)
@@ -213,7 +189,7 @@ class QuantileLead(Policy):
         self.feature_columns_ = train.feature_columns
         self.tau_ = self.newsvendor_tau()
         self._untuned()
-        if self.params["tune"]:
+        if self.tune:
             self._tune(train, seed)
         self.model_ = self._fit_model(train, seed, self.window_h_)
         return self

@@ -97,8 +97,8 @@ TUNING_KEYS = frozenset({"tune_threshold", "thresholds", "n_blocks", "threshold"
 def final_fit_mismatch(tuned, base) -> list[str]:
     """The settings (other than tuning's) in which policy ``base`` was not fitted like the
     final model of ``tuned`` would be; empty when ``tuned`` may take ``base``'s model."""
-    a = {k: v for k, v in tuned.params.items() if k not in TUNING_KEYS}
-    b = {k: v for k, v in base.params.items() if k not in TUNING_KEYS}
+    a = {k: v for k, v in tuned.get_params().items() if k not in TUNING_KEYS}
+    b = {k: v for k, v in base.get_params().items() if k not in TUNING_KEYS}
     return sorted(k for k in a.keys() | b.keys() if a.get(k) != b.get(k))
 
 

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -69,8 +69,8 @@ from mirage.outcomes import (
 )
 from mirage.policies.baselines import vetoed
 from mirage.policies.env import Scaler
-from mirage.policies.neural import TorchPolicy, adam, record_every, seed_everything
-from mirage.policies.pg import end_or_advance
+from mirage.policies.neural import Costs, TorchPolicy, adam, record_every, seed_everything
+from mirage.policies.pg import Reinforce, roll_out
 from mirage.policies.tuning import best_threshold, cross_fit
 
 FEATURE_MODES = ("history", "both")
@@ -124,44 +124,49 @@ class SequenceNet(nn.Module):
 
 
 # ---------------------------------------------------------------------------- settings
-@dataclass
-class TransformerConfig:
+@dataclass(eq=False, repr=False)
+class TransformerConfig(Costs):
+    """The transformer value regressor's settings (see the module docstring)."""
+
+    # the inputs, and the rule: submit once predicted x >= threshold (hours)
     features: str = "history"
-    threshold: float = -0.5  # submit once predicted x >= threshold (hours)
+    threshold: float = -0.5
+    # training: points_per_sample probes per sample, epochs over them in minibatches
     points_per_sample: int = 7
     epochs: int = 30
     batch_size: int = 64
+    # Adam's step size and weight decay, and the gradient norm's clip
     learning_rate: float = 1e-3
     weight_decay: float = 0.0
     grad_clip: float = 1.0
+    # the encoder; feedforward None: 4 x width (2048 at the reference's width 512)
     width: int = 32
     layers: int = 2
     heads: int = 2
-    feedforward: int | None = None  # None: 4 x width (2048 at the reference's width 512)
+    feedforward: int | None = None
     dropout: float = 0.0
+    # windows per forward pass when predicting
     predict_batch: int = PREDICT_BATCH
-    c_I: float = 1.0
-    c_O: float = 0.5
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class MoEConfig(TransformerConfig):
     experts: int = 10
 
 
-@dataclass
-class PGTransformerConfig(TransformerConfig):
-    threshold: float = 0.0  # submit when the logit > threshold (0: p(submit) > 1/2)
-    value_threshold: float = -0.5  # the value rule the initial policy copies
-    init_scale: float = 1.0  # initial logit per hour of predicted x
+@dataclass(eq=False, repr=False)
+class PGTransformerConfig(TransformerConfig, Reinforce):
+    """The value regressor's settings, then REINFORCE's on top of it."""
+
+    # submit when the logit > threshold (0: p(submit) > 1/2); the initial policy is the value
+    # rule predicted x > value_threshold, at init_scale of logit per hour of predicted x
+    threshold: float = 0.0
+    value_threshold: float = -0.5
+    init_scale: float = 1.0
+    # updates, the policy's Adam step size, and states per gradient chunk of an update
     updates: int = 100
-    episodes_per_update: int = 32
-    gamma: float = 0.99
-    ent_coef: float = 0.1
     pg_learning_rate: float = 1e-4
-    value_coef: float = 0.5
-    stride: int = 6
-    chunk: int = 256  # states per gradient chunk of an update
+    chunk: int = 256
 
 
 # ---------------------------------------------------------------------------- training data
@@ -205,49 +210,44 @@ def probe_rows(data: SampleSet, per: int, rng: np.random.Generator) -> np.ndarra
 
 
 # ---------------------------------------------------------------------------- the policy
-class TransformerValue(TorchPolicy):
+@dataclass(eq=False, repr=False)
+class TransformerValue(TransformerConfig, TorchPolicy):
     """Transformer value regressor of x over the history window (see the module docstring)."""
 
-    name = "transformer"
+    #: with tune_threshold, score every tune_every-th sample of each held-out block
+    tune_every: int = 1
+
+    family = "transformer"
     needs_history = True
     config_class = TransformerConfig
     experts = 1
     strict = False  # submit at predicted x >= threshold, the reference's rule
     thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)  # tune_threshold's grid (h)
 
-    def __init__(self, device: str = "cpu", threads: int | None = 1,
-                 tune_threshold: bool = False, n_blocks: int = 4, tune_every: int = 1,
-                 **config):
-        cfg = self.config_class(**config)  # unknown settings fail here, by their name
-        if cfg.features not in FEATURE_MODES:
-            raise ValueError(f"features must be one of {FEATURE_MODES}, not {cfg.features!r}")
-        if cfg.width % cfg.heads:
-            raise ValueError(f"width {cfg.width} is not a multiple of heads {cfg.heads}")
-        if int(tune_every) < 1:
-            raise ValueError(f"tune_every must be a positive number of samples, not {tune_every}")
-        self.params = dict(asdict(cfg), device=device, threads=threads,
-                           tune_threshold=tune_threshold, n_blocks=n_blocks,
-                           tune_every=int(tune_every))
-        if tune_threshold:
-            self.name = type(self).name + "_tuned"
+    def _check(self) -> None:
+        if self.features not in FEATURE_MODES:
+            raise ValueError(f"features must be one of {FEATURE_MODES}, not {self.features!r}")
+        if self.width % self.heads:
+            raise ValueError(f"width {self.width} is not a multiple of heads {self.heads}")
+        if int(self.tune_every) < 1:
+            raise ValueError(f"tune_every must be a positive number of samples, "
+                             f"not {self.tune_every}")
 
     # ---- construction ----------------------------------------------------------------------
     @property
     def n_compact(self) -> int:
-        return len(self.scaler_.mean) if self.params["features"] == "both" else 0
+        return len(self.scaler_.mean) if self.features == "both" else 0
 
     def _build_net(self, n_compact: int) -> SequenceNet:
-        p = self.params
-        ff = p["feedforward"] or 4 * p["width"]
-        experts = p.get("experts", self.experts)
-        return SequenceNet(STATE_WIDTH, n_compact, p["width"], p["layers"], p["heads"], ff,
-                           p["dropout"], experts).to(self.device)
+        ff = self.feedforward or 4 * self.width
+        return SequenceNet(STATE_WIDTH, n_compact, self.width, self.layers, self.heads, ff,
+                           self.dropout, self.experts).to(self.torch_device)
 
     def _compact(self, points: pd.DataFrame) -> torch.Tensor:
-        if self.params["features"] != "both":
-            return torch.zeros(len(points), 0, device=self.device)
+        if self.features != "both":
+            return torch.zeros(len(points), 0, device=self.torch_device)
         X = self.scaler_.transform(compact_matrix(points, self.feature_columns_))
-        return torch.from_numpy(X).to(self.device)
+        return torch.from_numpy(X).to(self.torch_device)
 
     # ---- training --------------------------------------------------------------------------
     def _prepare_scalers(self, train: SampleSet) -> _Windows:
@@ -256,7 +256,7 @@ class TransformerValue(TorchPolicy):
         self.feature_columns_ = list(train.feature_columns)
         self.scaler_ = Scaler.fit(compact_matrix(train.points, self.feature_columns_))
         self.hist_scaler_ = Scaler.fit(train.history)
-        return _Windows(train, self.hist_scaler_, self.device)
+        return _Windows(train, self.hist_scaler_, self.torch_device)
 
     def _fit_value(self, train: SampleSet, rng: np.random.Generator, win: _Windows) -> SequenceNet:
         """Fit the value regressor on ``points_per_sample`` probes per sample (sets y_mean_,
@@ -266,7 +266,7 @@ class TransformerValue(TorchPolicy):
         y = train.points["x_h"].to_numpy(dtype=np.float64)[rows]
         self.y_mean_ = float(y.mean())
         self.y_std_ = float(y.std()) if y.std() > 1e-8 else 1.0
-        Y = torch.from_numpy(((y - self.y_mean_) / self.y_std_).astype(np.float32)).to(self.device)
+        Y = torch.from_numpy(((y - self.y_mean_) / self.y_std_).astype(np.float32)).to(self.torch_device)
         C = self._compact(train.points.iloc[rows])
         net = self._build_net(C.shape[1])
         net.train()
@@ -279,7 +279,7 @@ class TransformerValue(TorchPolicy):
             total = 0.0
             for b in range(0, len(rows), cfg.batch_size):
                 idx = order[b:b + cfg.batch_size]
-                t_idx = torch.from_numpy(idx).to(self.device)
+                t_idx = torch.from_numpy(idx).to(self.torch_device)
                 loss = F.mse_loss(net(win.batch(rows[idx]), C[t_idx]), Y[t_idx])
                 opt.zero_grad()
                 loss.backward()
@@ -300,27 +300,28 @@ class TransformerValue(TorchPolicy):
         win = self._prepare_scalers(train)
         self.net_ = self._fit_value(train, rng, win)
         self.train_seconds_ = time.perf_counter() - t0
-        self.device_ = str(self.device)
+        self.device_ = str(self.torch_device)
 
     def fit(self, train: SampleSet, seed: int = 0, final_from: "TransformerValue | None" = None):
         """Train on ``train``; with ``tune_threshold`` the threshold (and the plan veto) first,
         by time-ordered cross-fitting. ``final_from``: the untuned twin fitted on the same
         samples with the same seed and settings (Entry.tunes in the catalogue), whose network
         is this one's final network."""
+        self._check()
         self._set_threads()
-        if self.params["tune_threshold"]:
+        if self.tune_threshold:
             def fit_score(fit_part, held):
                 self._train(fit_part, seed)
                 return self.predict_all(held)
 
-            c_I, c_O = self.params["c_I"], self.params["c_O"]
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O,
-                               every=self.params["tune_every"])
+            c_I, c_O = self.c_I, self.c_O
+            blocks = cross_fit(train, self.n_blocks, fit_score, c_I, c_O,
+                               every=int(self.tune_every))
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
                 blocks, self.thresholds, c_I, c_O, strict=self.strict)
         else:
             self.threshold_, self.gate_, self.threshold_sweep_ = (
-                float(self.params["threshold"]), False, None)
+                float(self.threshold), False, None)
         if final_from is not None:
             if (getattr(final_from, "feature_columns_", None) != list(train.feature_columns)
                     or getattr(final_from, "net_", None) is None):
@@ -345,15 +346,15 @@ class TransformerValue(TorchPolicy):
             raise ValueError(f"policy {self.name} needs the 144x42 history windows")
         if len(windows) != len(points):
             raise ValueError(f"{len(windows)} windows for {len(points)} points")
-        mean = torch.from_numpy(self.hist_scaler_.mean).to(self.device)
-        std = torch.from_numpy(self.hist_scaler_.std).to(self.device)
+        mean = torch.from_numpy(self.hist_scaler_.mean).to(self.torch_device)
+        std = torch.from_numpy(self.hist_scaler_.std).to(self.torch_device)
         C = self._compact(points)
-        step = int(self.params["predict_batch"])
+        step = int(self.predict_batch)
         out = []
         with torch.no_grad():
             for b in range(0, len(points), step):
                 h = torch.from_numpy(np.array(windows[b:b + step], dtype=np.float32))  # a copy
-                h = _standardise(h.to(self.device), mean, std)
+                h = _standardise(h.to(self.torch_device), mean, std)
                 out.append(self.net_(h, C[b:b + step]).cpu())
         return torch.cat(out).numpy().astype(np.float64) if out else np.zeros(0)
 
@@ -392,18 +393,20 @@ class TransformerValue(TorchPolicy):
         return self.n_compact
 
 
-class MoEValue(TransformerValue):
+@dataclass(eq=False, repr=False)
+class MoEValue(MoEConfig, TransformerValue):
     """The reference's mixture of ``experts`` transformer value regressors, softmax-gated."""
 
-    name = "moe"
+    family = "moe"
     config_class = MoEConfig
 
 
-class PGTransformer(TransformerValue):
+@dataclass(eq=False, repr=False)
+class PGTransformer(PGTransformerConfig, TransformerValue):
     """REINFORCE on a transformer policy initialised from a fitted transformer value regressor
     (see the module docstring); greedy: submit when the logit > ``threshold``."""
 
-    name = "pg_transformer"
+    family = "pg_transformer"
     config_class = PGTransformerConfig
     strict = True
     thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
@@ -415,7 +418,7 @@ class PGTransformer(TransformerValue):
         t0 = time.perf_counter()
         win = self._prepare_scalers(train)
         net = self._fit_value(train, rng, win)
-        dev = self.device
+        dev = self.torch_device
 
         # the submit logit: init_scale * (predicted x - value_threshold), a linear map of the
         # value model's pooled representation
@@ -440,29 +443,21 @@ class PGTransformer(TransformerValue):
             # ---- roll out the episodes together, without gradients
             net.eval()
             idx = rng.integers(len(starts), size=cfg.episodes_per_update)
-            start, last = starts[idx], n[idx] - 1
-            k = np.zeros(len(idx), np.int64)
-            active = np.ones(len(idx), bool)
             s_rows, s_act, s_ep, s_t = [], [], [], []
-            end_step = np.zeros(len(idx), np.int64)
-            end_row = np.zeros(len(idx), np.int64)
-            t = 0
-            while active.any():
-                a_idx = np.flatnonzero(active)
-                rows = start[a_idx] + k[a_idx]
+
+            def choose(t, a_idx, rows, forced):
                 with torch.no_grad():
                     r_t = torch.from_numpy(rows).to(dev)
                     p = torch.sigmoid(net(win.batch(rows), C_all[r_t])).cpu()
                 act = (torch.rand(len(a_idx), generator=gen) < p).numpy()
-                forced = k[a_idx] >= last[a_idx]
                 chosen = ~forced  # a forced submit is not the policy's choice: no gradient
                 s_rows.append(rows[chosen])
                 s_act.append(act[chosen])
                 s_ep.append(a_idx[chosen])
                 s_t.append(np.full(int(chosen.sum()), t))
-                end_or_advance(a_idx, act | forced, rows, t, cfg.stride, k, last, active,
-                               end_step, end_row)
-                t += 1
+                return act
+
+            end_step, end_row = roll_out(starts[idx], n[idx] - 1, cfg.stride, choose)
             reward = -step_cost[end_row]
             rows, act = np.concatenate(s_rows), np.concatenate(s_act)
             ep, ts = np.concatenate(s_ep), np.concatenate(s_t)
@@ -500,7 +495,7 @@ class PGTransformer(TransformerValue):
         net.eval()
         self.net_ = net
         self.train_seconds_ = time.perf_counter() - t0
-        self.device_ = str(self.device)
+        self.device_ = str(self.torch_device)
 
     def submit_probability(self, points, windows) -> np.ndarray:
         return 1.0 / (1.0 + np.exp(-self.decision_score(points, windows)))

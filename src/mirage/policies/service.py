@@ -41,36 +41,34 @@ class ServiceLevel(QuantileLead):
                  tune: bool = True, n_blocks: int = 4, c_I: float = 1.0, c_O: float = 0.5,
                  max_iter: int = 100, learning_rate: float = 0.1, max_leaf_nodes: int = 31,
                  min_samples_leaf: int = 40):
-        if not 0.0 < target_share <= 1.0:
-            raise ValueError(f"target_share must be in (0, 1], not {target_share}")
-        super().__init__(c_I=c_I, c_O=c_O, max_iter=max_iter, learning_rate=learning_rate,
-                         max_leaf_nodes=max_leaf_nodes, min_samples_leaf=min_samples_leaf,
-                         window_h=window_h, tune=tune, n_blocks=n_blocks)
-        self.params.update(target_share=float(target_share), max_overlap_h=float(max_overlap_h),
-                           tau=float(tau), taus=taus, min_level_samples=int(min_level_samples))
-        for unused in ("margin_h", "floor_h", "cap_h", "margins", "caps", "windows"):
-            self.params.pop(unused)  # the lead is the prediction itself, fitted on window_h
-        if not self.taus or not all(0.0 < t < 1.0 for t in self.taus):
-            raise ValueError(f"taus must be quantiles in (0, 1), not {self.taus}")
+        # the service level and the quantiles it is tuned over
+        self.target_share, self.max_overlap_h = target_share, max_overlap_h
+        self.tau, self.taus, self.min_level_samples = tau, taus, min_level_samples
+        # the quantile model's training window, its tuning and the costs
+        self.window_h, self.tune, self.n_blocks = window_h, tune, n_blocks
+        self.c_I, self.c_O = c_I, c_O
+        # the gradient-boosted model's settings
+        self.max_iter, self.learning_rate = max_iter, learning_rate
+        self.max_leaf_nodes, self.min_samples_leaf = max_leaf_nodes, min_samples_leaf
 
-    def __setstate__(self, state):
-        state.pop("taus", None)
-        state.setdefault("params", {}).setdefault("taus", None)
-        super().__setstate__(state)
-        for grid in ("margins", "caps", "windows"):  # QuantileLead's, not tuned here
-            self.params.pop(grid, None)
+    def _tau_grid(self) -> tuple[float, ...]:
+        """The quantiles the service level is tuned over, checked."""
+        taus = tuple(float(t) for t in (DEFAULT_TAUS if self.taus is None else self.taus))
+        if not taus or not all(0.0 < t < 1.0 for t in taus):
+            raise ValueError(f"taus must be quantiles in (0, 1), not {taus}")
+        return taus
 
-    @property
-    def taus(self) -> tuple[float, ...]:
-        """The quantiles the service level is tuned over."""
-        taus = self.params["taus"]
-        return tuple(float(t) for t in (DEFAULT_TAUS if taus is None else taus))
+    def fit(self, train: SampleSet, seed: int = 0):
+        if not 0.0 < self.target_share <= 1.0:
+            raise ValueError(f"target_share must be in (0, 1], not {self.target_share}")
+        self._tau_grid()
+        return super().fit(train, seed)
 
     def newsvendor_tau(self) -> float:
-        return self.params["tau"]  # the quantile without tuning; fit() tunes it into tau_
+        return float(self.tau)  # the quantile without tuning; fit() tunes it into tau_
 
     def _untuned(self) -> None:
-        self.window_h_ = _window(self.params["window_h"])
+        self.window_h_ = _window(self.window_h)
         self.margin_h_, self.floor_h_, self.cap_h_ = 0.0, 0.0, np.inf
         self.gate_ = self.floor_gate_ = False
         self.tune_sweep_ = None
@@ -79,11 +77,12 @@ class ServiceLevel(QuantileLead):
     def _tune(self, train: SampleSet, seed: int) -> None:
         from mirage.outcomes import reference_outcomes
 
-        c_I, c_O = self.params["c_I"], self.params["c_O"]
+        c_I, c_O = self.c_I, self.c_O
+        service = (float(self.target_share), float(self.max_overlap_h), int(self.min_level_samples))
         frames = []
-        for tau in sorted(self.taus):
+        for tau in sorted(self._tau_grid()):
             blocks = cross_fit(
-                train, self.params["n_blocks"],
+                train, self.n_blocks,
                 lambda fit_part, held, tau=tau: self._fit_model(
                     fit_part, seed, self.window_h_, tau).predict(
                         compact_matrix(held.points, self.feature_columns_)),
@@ -93,13 +92,10 @@ class ServiceLevel(QuantileLead):
             reactive = np.concatenate([reference_outcomes(b.data, c_I, c_O)["reactive_x_h"]
                                        for b in blocks])
             frames.append(level_service(x, reactive).assign(tau=tau))
-            if choose_tau(frames[-1], self.params["target_share"], self.params["max_overlap_h"],
-                          self.params["min_level_samples"])[1]:
+            if choose_tau(frames[-1], *service)[1]:
                 break  # the smallest tau that meets it: a larger one is never chosen
         table = pd.concat(frames, ignore_index=True)
-        self.tau_, self.target_met_ = choose_tau(
-            table, self.params["target_share"], self.params["max_overlap_h"],
-            self.params["min_level_samples"])
+        self.tau_, self.target_met_ = choose_tau(table, *service)
         self.service_sweep_ = table
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.policies.base import Policy
+from mirage.policies.base import Policy, derived_name
 from mirage.outcomes import (
     SampleSet, compact_matrix, history_windows,
 )
@@ -68,35 +68,31 @@ class RegressorPolicy(Policy):
                  points_per_sample: int | None = None, c_I: float = 1.0, c_O: float = 0.5,
                  n_jobs: int = 2, model_params: dict | None = None,
                  tune_model_params: dict | None = None):
-        if features not in FEATURE_MODES:
-            raise ValueError(f"features must be one of {FEATURE_MODES}, not {features!r}")
-        self.params = dict(kind=kind, features=features, threshold=threshold,
-                           tune_threshold=tune_threshold, thresholds=thresholds,
-                           n_blocks=n_blocks, points_per_sample=points_per_sample, c_I=c_I,
-                           c_O=c_O, n_jobs=n_jobs, model_params=dict(model_params or {}),
-                           tune_model_params=dict(tune_model_params or {}))
-        self.name = kind + ("_tuned" if tune_threshold else "")
-        self.needs_history = features != "compact"
+        self.kind = kind
+        self.features = features
+        self.threshold = threshold
+        self.tune_threshold = tune_threshold
+        self.thresholds = thresholds
+        self.n_blocks = n_blocks
+        self.points_per_sample = points_per_sample
+        self.c_I, self.c_O = c_I, c_O
+        self.n_jobs = n_jobs
+        self.model_params = model_params
+        self.tune_model_params = tune_model_params
 
-    def __setstate__(self, state):
-        # pickled before the plan veto existed, or before the fitted threshold had its own name
-        state.setdefault("gate_", False)
-        if "threshold" in state and "threshold_" not in state:
-            state["threshold_"] = state.pop("threshold")
-        state.pop("thresholds", None)
-        state.setdefault("params", {}).setdefault("thresholds", None)
-        state["params"].setdefault("tune_model_params", {})
-        self.__dict__.update(state)
+    name = derived_name(lambda self: self.kind + ("_tuned" if self.tune_threshold else ""))
 
     @property
-    def thresholds(self) -> np.ndarray:
-        """The candidate thresholds tune_threshold cross-fits over."""
-        t = self.params["thresholds"]
-        return DEFAULT_THRESHOLDS if t is None else np.asarray(t, dtype=float)
+    def needs_history(self) -> bool:
+        return self.features != "compact"
+
+    def _check(self) -> None:
+        if self.features not in FEATURE_MODES:
+            raise ValueError(f"features must be one of {FEATURE_MODES}, not {self.features!r}")
 
     # ---- features --------------------------------------------------------------------------
     def _matrix(self, points: pd.DataFrame, windows: np.ndarray | None) -> np.ndarray:
-        mode = self.params["features"]
+        mode = self.features
         parts = []
         if mode in ("compact", "both"):
             parts.append(compact_matrix(points, self.feature_columns_))
@@ -105,7 +101,7 @@ class RegressorPolicy(Policy):
         return np.hstack(parts) if len(parts) > 1 else parts[0]
 
     def _training_rows(self, data: SampleSet, seed: int):
-        per = self.params["points_per_sample"]
+        per = self.points_per_sample
         if per is None and self.needs_history:
             per = 7
         pts = data.points
@@ -124,8 +120,8 @@ class RegressorPolicy(Policy):
 
     def _fit_model(self, data: SampleSet, seed: int, overrides: dict | None = None):
         X, y = self._training_rows(data, seed)
-        model = _make_model(self.params["kind"], seed, self.params["n_jobs"],
-                            {**self.params["model_params"], **(overrides or {})},
+        model = _make_model(self.kind, seed, self.n_jobs,
+                            {**(self.model_params or {}), **(overrides or {})},
                             wide=self.needs_history)
         model.fit(X, y)
         return model
@@ -158,20 +154,20 @@ class RegressorPolicy(Policy):
         seed (the untuned policy of this tuned one, Entry.tunes in the catalogue): its model
         is this one's final model, the very fit ``_fit_model(train, seed)`` would make again.
         """
+        self._check()
         self.feature_columns_ = train.feature_columns
-        if self.params["tune_threshold"]:
+        if self.tune_threshold:
             def fit_score(fit_part, held):
-                self.model_ = self._fit_model(fit_part, seed,
-                                              self.params["tune_model_params"])
+                self.model_ = self._fit_model(fit_part, seed, self.tune_model_params)
                 return self._predict_all(held)
 
-            c_I, c_O = self.params["c_I"], self.params["c_O"]
-            blocks = cross_fit(train, self.params["n_blocks"], fit_score, c_I, c_O)
+            blocks = cross_fit(train, self.n_blocks, fit_score, self.c_I, self.c_O)
+            grid = DEFAULT_THRESHOLDS if self.thresholds is None else self.thresholds
             self.threshold_, self.gate_, self.threshold_sweep_ = best_threshold(
-                blocks, self.thresholds, c_I, c_O)
+                blocks, np.asarray(grid, dtype=float), self.c_I, self.c_O)
         else:
             self.threshold_, self.gate_, self.threshold_sweep_ = (
-                float(self.params["threshold"]), False, None)
+                float(self.threshold), False, None)
         if final_from is not None:
             if (getattr(final_from, "feature_columns_", None) != self.feature_columns_
                     or getattr(final_from, "model_", None) is None):
