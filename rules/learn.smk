@@ -156,7 +156,7 @@ if REPLAYED:
             c_I=config["policies"]["costs"]["interruption"],
             c_O=config["policies"]["costs"]["overlap"],
             cluster_file=cluster_file_flag,
-            code=code("mirage.samples.cli", "mirage.samples.twin"),
+            code=code("mirage.samples.cli", "mirage.twin.cli"),
         shell:
             "python -m mirage samples twin --policy {wildcards.replayed}"
             " --cluster {wildcards.cluster} --mode {wildcards.mode} {params.cluster_file}"
