@@ -90,7 +90,7 @@ if REPLAYED:
             params=lambda w: fit_params([w.replayed]),
             costs=COST_FLAGS,
             cluster_file=cluster_file_flag,
-            code=code("mirage.samples.cli", "mirage.samples.twin"),
+            code=code("mirage.samples.cli", "mirage.twin.cli"),
         shell:
             "python -m mirage samples twin --policy {wildcards.replayed}"
             " --cluster {wildcards.cluster} --mode {wildcards.mode} {params.cluster_file}"

@@ -33,6 +33,8 @@ def _register_stages(sub) -> None:
     from mirage.samples import cli as samples_cli
     from mirage.sim import cli as sim_cli
     from mirage.traces import cli as traces_cli
+    from mirage.twin import bench as twin_bench
+    from mirage.twin import cli as twin_cli
 
     traces_cli.register(sub)
     config.register(sub)
@@ -40,9 +42,9 @@ def _register_stages(sub) -> None:
     bsub = bench.add_subparsers(dest="bench_command", required=True)
     sim_cli.register(sub)
     sim_cli.register_bench(bsub)
-    samples_cli.register(sub)
+    twin_cli.register(samples_cli.register(sub))  # mirage samples twin
     samples_bench.register_bench(bsub)
-    samples_bench.register_twin_bench(bsub)
+    twin_bench.register_twin_bench(bsub)
     benchmarks.register_bench(bsub)
     simcheck_bench.register_bench(bsub)
     policies_bench.register_bench(bsub)

@@ -6,9 +6,11 @@ from __future__ import annotations
 import numpy as np
 
 from mirage.live.observe import LiveObserver, epoch, now_s
-from mirage.live.provision import ChainSpec, Provisioner, load_twin
+from mirage.live.provision import ChainSpec, Provisioner
 from mirage.live.slurm import Slurm
 from mirage.sim.synth import synthesize
+from mirage.twin.live import load_twin
+from mirage.twin.policy import QueueObservation
 
 LIMIT_MIN = 15
 
@@ -57,7 +59,8 @@ def test_the_live_queue_as_the_twin_sees_it_and_its_decision(slurm_cluster, tmp_
         # the twin fitted on a cluster's trace decides from that view, through the provisioner
         trace = tmp_path / "trace.parquet"
         synthesize("ls6", "2023-01-01", 14, seed=3).to_parquet(trace)
-        policy, simulate = load_twin({"trace": str(trace), "cluster": "ls6", "K": 8, "seed": 1})
+        policy = load_twin({"trace": str(trace), "cluster": "ls6", "K": 8, "seed": 1})
+        simulate = policy.simulator(policy.cluster_)
         submit, x_h = policy.evaluate(view, simulate)
         # (nan: a draw not simulated, the decision settled before; +inf: a drawn world where
         # the successor has not started by the rule's tolerance)
@@ -65,13 +68,15 @@ def test_the_live_queue_as_the_twin_sees_it_and_its_decision(slurm_cluster, tmp_
         assert isinstance(submit, bool) and len(x_h) == 8 and 1 <= len(drawn) <= 8
         # the same view and seed: the same decision
         assert policy.evaluate(view, simulate)[0] == submit
+        # asked as every policy is: the observation with the queue view
+        assert policy.decide(QueueObservation({}, queue=view)) == submit
         spec = ChainSpec(script="/bin/true", links=2, nodes=1, time_min=LIMIT_MIN, policy="twin",
                          partition=c.partition, account=c.account, unit="cpus")
-        prov = Provisioner(spec, tmp_path / "chain", policy, slurm=Slurm(env=c.env), simulate=simulate)
+        prov = Provisioner(spec, tmp_path / "chain", policy, slurm=Slurm(env=c.env))
         prov.state = {"chain_id": "t", "created": now, "links": [
             {"link": 1, "job_id": str(pred), "state": "RUNNING", "submitted": pred_submit, "start": pred_start}]}
         said = prov.act(prov.observer(), dry_run=True)
-        assert said.startswith(("submit link 2 (twin:", "wait (twin:")) and "futures" in said, said
+        assert said.startswith(("submit link 2 (policy:", "wait (policy:")) and "h left" in said, said
     finally:
         c.run("scancel", "-u", c.user2, check=False)
         c.run("scancel", "-n", "svc", check=False)

@@ -15,21 +15,24 @@ import pytest
 from mirage.features.queue import QueueView
 from mirage.outcomes import SampleSet, first_true_grouped
 from mirage.outcomes import cost as outcome_cost
-from mirage.policies.twin import TwinPolicy, TwinPolicyError
 from mirage.samples.generate import Episode, SampleSpec, generate_sample
 from mirage.samples.shards import cluster_for
-from mirage.samples.twin import (
-    TUNE_OVERLAP_WEIGHTS, WORLD_HORIZON_S, TwinEvalError, ids_in_time_order, model_world,
-    plan_submits, quantile_submits, record_draws, record_plan_draws, replay_twin, run_twin,
-    run_twin_episode, run_twin_model_worlds, tune_twin,
-)
 from mirage.sim import SERVICE_USER, JobTable, load_cluster, replay
 from mirage.sim.engine import R_JID
 from mirage.sim.synth import synthesize
-from mirage.sim.twin import (
+from mirage.sim.whatif import what_if
+from mirage.twin.decide import replay_twin
+from mirage.twin.policy import QueueObservation, TwinPolicy, TwinPolicyError
+from mirage.twin.replay import (
+    WORLD_HORIZON_S, TwinEvalError, ids_in_time_order, model_world, run_twin, run_twin_episode,
+    run_twin_model_worlds,
+)
+from mirage.twin.tune import (
+    TUNE_OVERLAP_WEIGHTS, plan_submits, quantile_submits, record_draws, record_plan_draws, tune_twin,
+)
+from mirage.twin.world import (
     simulate_leads, simulate_x, true_future, view_from_sim, with_inferred_dependencies,
 )
-from mirage.sim.whatif import what_if
 
 SPEC = SampleSpec(1, "ls6", "validation", 8, pd.Timestamp("2023-01-04 08:00"))
 K_POINT = 325  # the predecessor runs, about 10.7 h left
@@ -106,7 +109,7 @@ def test_planted_future_changes_nothing_the_twin_sees(world):
     d2, x2 = policy.evaluate_view(view2, simulate)
     assert d2 == d1
     assert _same_x(x2, x1)
-    assert np.isfinite(x1).sum() + np.isinf(x1).sum() == policy.params["K"]
+    assert np.isfinite(x1).sum() + np.isinf(x1).sum() == policy.K
     # the test has teeth: the true outcome of submitting now differs between the two worlds
     truth2 = what_if(ep2.sim.snapshot(), t, SPEC.chain_nodes, 2880, SERVICE_USER, reuse=False)
     assert truth2 != truth1
@@ -149,6 +152,24 @@ def test_decisions_are_seeded_and_order_free(world):
         assert early.decide_view(v, simulate) == d
 
 
+
+def test_the_twin_is_asked_as_every_policy(world):
+    """decide(observation) with the queue view (what the provisioner hands a policy that says
+    needs_queue) gives the decision of evaluate_view in the description it was fitted with."""
+    from mirage.policies.base import Observation
+    from mirage.policies.catalogue import CATALOGUE
+
+    jobs, table, cluster = world
+    _, _, view = _view_at(table, cluster, SPEC, K_POINT)
+    policy = TwinPolicy(K=8).fit(trace=jobs, cluster=cluster)
+    assert CATALOGUE[policy.name].needs_queue  # so the provisioner hands it the queue
+    expected = policy.evaluate_view(view, partial(simulate_x, cluster=cluster))[0]
+    assert policy.decide(QueueObservation({}, queue=view)) == expected
+    with pytest.raises(TwinPolicyError, match="Fix: pass a QueueObservation"):
+        policy.decide(Observation({}))
+    with pytest.raises(TwinPolicyError, match="Fix: fit it with cluster="):
+        _fit(jobs).decide(QueueObservation({}, queue=view))
+
 def test_drawn_runtimes_respect_elapsed_and_limit(world):
     jobs, table, cluster = world
     _, _, view = _view_at(table, cluster, SPEC, K_POINT)
@@ -158,7 +179,7 @@ def test_drawn_runtimes_respect_elapsed_and_limit(world):
     assert (f.running_run <= np.maximum(view.running_limit_s, view.running_elapsed_s + 1)).all()
     assert (f.pending_run >= 1).all() and (f.pending_run <= view.pending_limit_s).all()
     assert (f.arrival_submit > view.now).all()
-    assert (f.arrival_submit <= view.now + policy.params["horizon_h"] * 3600).all()
+    assert (f.arrival_submit <= view.now + policy.horizon_h * 3600).all()
     assert (np.diff(f.arrival_submit) >= 0).all()
 
 
@@ -228,7 +249,7 @@ def test_twin_beats_reactive_on_a_clear_signal(every_h, rule):
 
 
 def test_run_twin_checks_the_stored_points(world):
-    from mirage.samples.twin import TwinEvalError
+    from mirage.twin.replay import TwinEvalError
 
     frame, cluster = _stream(6.0, days=6)
     table = JobTable.from_frame(frame)
@@ -280,7 +301,7 @@ def test_a_dependency_the_queue_shows_holds_the_job_in_the_drawn_world():
     # squeue shows a pending job's unfulfilled dependency (%E): the drawn world must hold it
     # until the job it waits on ends, though nodes are free before that
     from mirage.features.queue import QueueFuture
-    from mirage.sim.twin import twin_cluster, world_table
+    from mirage.twin.world import twin_cluster, world_table
     from mirage.sim.warmstart import warm_start
 
     now = 1_700_000_000
@@ -318,8 +339,8 @@ def test_a_dependency_the_queue_shows_holds_the_job_in_the_drawn_world():
 
 def test_a_handover_within_the_tolerance_is_no_interruption():
     pol = TwinPolicy(K=4, tolerance_s=60)
-    assert not pol.rule(np.array([2 / 3600, -1.0, 0.0, 30 / 3600]))
-    assert pol.rule(np.array([61 / 3600, 2.0, 5.0, 1.0]))
+    assert not pol.quantile_rule(np.array([2 / 3600, -1.0, 0.0, 30 / 3600]))
+    assert pol.quantile_rule(np.array([61 / 3600, 2.0, 5.0, 1.0]))
 
 
 @pytest.mark.parametrize("inferred", [False, True], ids=["recorded", "inferred-dependencies"])
@@ -436,7 +457,7 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
 
 def test_the_runtime_model_is_scored_on_the_validation_jobs(tiny_run, capsys):
     from mirage.cli import main
-    from mirage.samples.bench import bench_twin_runtimes, crps
+    from mirage.twin.bench import bench_twin_runtimes, crps
 
     rng = np.random.default_rng(0)
     x, y = rng.exponential(size=50), 0.7
@@ -452,11 +473,11 @@ def test_the_runtime_model_is_scored_on_the_validation_jobs(tiny_run, capsys):
 
 
 def test_the_live_side_twin_needs_a_trace_and_a_description(tmp_path):
-    from mirage.live.provision import ProvisionError, load_twin
+    from mirage.twin.live import load_twin
 
-    with pytest.raises(ProvisionError, match="Fix: add --policy-param trace="):
+    with pytest.raises(TwinPolicyError, match="Fix: add --policy-param trace="):
         load_twin({"cluster": "ls6"})
-    with pytest.raises(ProvisionError, match="no such trace"):
+    with pytest.raises(TwinPolicyError, match="no such trace"):
         load_twin({"trace": str(tmp_path / "none.parquet"), "cluster": "ls6"})
 
 
@@ -494,7 +515,7 @@ def test_replayed_decisions_answer_for_the_replayed_samples_only(tiny_run):
 
 
 # ---- twin_tuned: the quantile level, tolerance and plan veto chosen by time-ordered
-# cross-fitting on the training samples (mirage.samples.twin.tune_twin), and what it rests on:
+# cross-fitting on the training samples (mirage.twin.tune.tune_twin), and what it rests on:
 # fits that leave a block of time out (``holes``), the plan veto, recorded draws
 DAY = 86400
 
@@ -528,7 +549,7 @@ def test_a_hole_leaves_its_jobs_and_weeks_out(long_jobs):
                 & (fitted.arrival_jobs_["submit"] < hole[1])).any()
     # the week-block arrivals never copy a window that touches the hole, from a decision
     # inside it or on either side
-    H = int(fitted.params["horizon_h"] * 3600)
+    H = int(fitted.horizon_h * 3600)
     src = fitted.arrival_jobs_["submit"]
     drawn = 0
     for now in (hole[0] + 2 * DAY, hole[0] - 5 * DAY, hole[1] + 3 * DAY):
@@ -808,7 +829,7 @@ def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
 def test_the_arrival_predictors_find_a_weekly_pattern_from_the_past_alone(tmp_path, capsys):
     from mirage.cli import main
     from mirage.errors import MirageError
-    from mirage.samples.bench import bench_twin_arrivals
+    from mirage.twin.bench import bench_twin_arrivals
 
     # six weeks of one job an hour whose size follows the hour of the day: 8 nodes 09-17 h,
     # 1 node otherwise; four weeks train, the last two validate (the week before is warm-up)

@@ -10,8 +10,8 @@ The predecessor is not one of the running or pending rows; it is described by th
 fields only.
 
 :class:`QueueFuture` is one draw of what the view leaves open (the runtime of every job in it,
-the arrivals over a horizon), made by a policy (``mirage.policies.twin``) and simulated by the
-engine side (``mirage.sim.twin``). Both are plain arrays so that this module, on the features
+the arrivals over a horizon), made by a policy (``mirage.twin.policy``) and simulated by the
+engine side (``mirage.twin.world``). Both are plain arrays so that this module, on the features
 floor, depends on nothing above it.
 """
 

@@ -65,7 +65,7 @@ def _provision_run(args) -> None:
     import json
     from pathlib import Path
 
-    from mirage.live.provision import ChainSpec, ProvisionError, Provisioner, load_policy_spec, load_twin
+    from mirage.live.provision import ChainSpec, ProvisionError, Provisioner, load_policy_spec
 
     script = Path(args.script)
     if not script.is_file():
@@ -75,11 +75,12 @@ def _provision_run(args) -> None:
                      account=args.account, unit=args.unit, time_scale=args.time_scale,
                      on_failure=args.on_failure, sbatch_args=list(args.sbatch_arg or []))
     if args.policy == "twin":  # fitted here from the cluster's trace; simulates the live queue
-        policy, simulate = load_twin(_params(args.policy_param))
+        from mirage.twin.live import load_twin
+
+        policy = load_twin(_params(args.policy_param))
     else:
-        policy, simulate = load_policy_spec(args.policy, _params(args.policy_param)), None
-    prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print,
-                       simulate=simulate)
+        policy = load_policy_spec(args.policy, _params(args.policy_param))
+    prov = Provisioner(spec, args.state_dir, policy, interval_s=_duration_s(args.interval), log=print)
     if args.dry_run:
         prov.dir.lock()
         try:

@@ -25,8 +25,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from mirage.errors import MirageError
 from mirage.live.observe import LiveObserver, epoch, now_s
 from mirage.live.slurm import Slurm, SlurmError
@@ -150,13 +148,10 @@ class Provisioner:
 
     def __init__(self, spec: ChainSpec, state_dir, policy, *, slurm: Slurm | None = None,
                  interval_s: float = 600, log: Callable[[str], None] | None = None,
-                 sleep: Callable[[float], None] = time.sleep, simulate: Callable | None = None):
+                 sleep: Callable[[float], None] = time.sleep):
         self.spec = spec
         self.dir = StateDir(state_dir)
         self.policy = policy
-        #: a policy that decides from the queue (the twin): its engine call, bound to a cluster
-        #: description (load_twin returns both)
-        self.simulate = simulate
         self.slurm = slurm or Slurm(log=self.log)  # retries go to provision.log too
         self.interval_s = interval_s
         self._log = log
@@ -365,38 +360,30 @@ class Provisioner:
             return f"submit link {last['link'] + 1} (reactive: link {last['link']} ended)"
         if last["state"] != "RUNNING" or last["link"] >= n or observer is None:
             return "wait"
-        if getattr(self.policy, "needs_queue", False):
-            return self._act_from_queue(observer, last, dry_run)
+        obs = self.observe(observer, last)
+        if self.policy.decide(obs):
+            if not dry_run:
+                self.submit(last["link"] + 1, "policy")
+            return (f"submit link {last['link'] + 1} (policy: {obs.row['pred_remaining_h']:.2f} h left, "
+                    f"plan wait {obs.row['f_plan_wait_h']:.2f} h)")
+        return f"wait (policy: {obs.row['pred_remaining_h']:.2f} h left)"
+
+    def observe(self, observer: LiveObserver, last: dict):
+        """What the policy decides from at this step, the running link ``last`` being the
+        predecessor: the point's features, and the live queue (squeue with users and
+        dependencies) for a policy whose catalogue entry says it needs it (``needs_queue``)."""
         from mirage.features.view import point_features
         from mirage.policies.base import Observation
+        from mirage.policies.catalogue import CATALOGUE
 
         row = point_features(observer.view(last["submitted"], last["start"]))
-        if self.policy.decide(Observation(row)):
-            if not dry_run:
-                self.submit(last["link"] + 1, "policy")
-            return (f"submit link {last['link'] + 1} (policy: {row['pred_remaining_h']:.2f} h left, "
-                    f"plan wait {row['f_plan_wait_h']:.2f} h)")
-        return f"wait (policy: {row['pred_remaining_h']:.2f} h left)"
+        name = getattr(self.policy, "name", None)  # spec.policy may be a model directory
+        if not (name in CATALOGUE and CATALOGUE[name].needs_queue):
+            return Observation(row)
+        from mirage.twin.policy import QueueObservation
 
-    def _act_from_queue(self, observer: LiveObserver, last: dict, dry_run: bool) -> str:
-        """The twin's decision: the live queue (squeue with users and dependencies) simulated
-        forward in the policy's drawn futures."""
-        if self.simulate is None:
-            raise ProvisionError(f"policy {self.spec.policy} decides from the queue and needs a "
-                                 "cluster description to simulate it. Fix: load it with "
-                                 "load_twin, which returns the simulator call too")
-        view = observer.queue_view(last["job_id"], last["submitted"], last["start"])
-        submit, x_h = self.policy.evaluate(view, self.simulate)
-        left_h = (view.pred_end - view.now) / 3600 if view.pred_end is not None else float("nan")
-        drawn = np.asarray(x_h, dtype=float)
-        drawn = drawn[~np.isnan(drawn)]  # the draws simulated before the decision settled
-        said = (f"{left_h:.2f} h left, {len(drawn)} futures, median x "
-                f"{float(np.median(drawn)) if len(drawn) else float('nan'):.2f} h")
-        if submit:
-            if not dry_run:
-                self.submit(last["link"] + 1, "policy")
-            return f"submit link {last['link'] + 1} (twin: {said})"
-        return f"wait (twin: {said})"
+        return QueueObservation(row, queue=observer.queue_view(last["job_id"], last["submitted"],
+                                                               last["start"]))
 
     def step(self, observer: LiveObserver | None) -> str:
         self.reconcile()
@@ -457,42 +444,6 @@ def load_policy_spec(spec: str, params: dict | None = None):
                              "run (results/<run>/<cluster>/<mode>/models/n<nodes>/<policy>), or one of the rule "
                              "baselines reactive, average, fixed_lead, plan_lead")
     return make_policy(spec, **params)
-
-
-def load_twin(params: dict | None = None, seed: int = 0):
-    """The twin policy fitted for the live side, and the simulator call it decides with.
-    ``params``: ``trace`` (a raw trace or clean .parquet table of the cluster: the runtimes and
-    arrivals the twin draws from), ``cluster`` (a description name of config/clusters, or a
-    YAML path; it simulates the drawn futures), ``seed``, and any TwinPolicy setting (K, rule,
-    horizon_h, ...)."""
-    from functools import partial
-
-    import pandas as pd
-
-    from mirage.policies.twin import TwinPolicy
-    from mirage.sim import twin as engine
-    from mirage.sim.cluster import load_cluster
-
-    params = dict(params or {})
-    trace, cluster = params.pop("trace", None), params.pop("cluster", None)
-    seed = int(params.pop("seed", seed))
-    if not trace or not cluster:
-        raise ProvisionError("policy twin needs the cluster's trace and description. Fix: add "
-                             "--policy-param trace=TRACE (raw or clean .parquet) and "
-                             "--policy-param cluster=NAME|FILE.yaml")
-    path = Path(str(cluster))
-    desc = load_cluster(path.stem, path) if path.suffix in (".yaml", ".yml") else load_cluster(str(cluster))
-    tpath = Path(str(trace))
-    if not tpath.is_file():
-        raise ProvisionError(f"{tpath}: no such trace. Fix: pass an existing trace file or clean table")
-    if tpath.suffix == ".parquet":
-        jobs = pd.read_parquet(tpath)
-    else:
-        from mirage.traces.clean import clean_trace
-
-        jobs = clean_trace(tpath, cluster=desc.cluster)[0]
-    policy = TwinPolicy(**params).fit(trace=engine.with_inferred_dependencies(jobs, desc), seed=seed)
-    return policy, partial(getattr(engine, policy.engine_call), cluster=desc)
 
 
 def status(state_dir) -> dict:

@@ -121,8 +121,8 @@ _ENTRIES = [
     Entry("moe_tuned", f"{_SEQ}:MoEValue", HISTORY, fixed=_TUNED, tunes="moe", colour="#c085b8"),
     Entry("pg_transformer", f"{_SEQ}:PGTransformer", HISTORY, seeded=True, colour="#8c1c13"),
     Entry("oracle", "mirage.policies.oracle:Oracle", RULE, role=ORACLE, colour="#000000"),
-    Entry("twin", "mirage.policies.twin:TwinPolicy", REPLAYED, needs_queue=True, colour="#e6ab02"),
-    Entry("twin_tuned", "mirage.policies.twin:TwinPolicy", REPLAYED, needs_queue=True,
+    Entry("twin", "mirage.twin.policy:TwinPolicy", REPLAYED, needs_queue=True, colour="#e6ab02"),
+    Entry("twin_tuned", "mirage.twin.policy:TwinPolicy", REPLAYED, needs_queue=True,
           tunes="twin", colour="#a6761d"),
 ]
 

@@ -1,13 +1,13 @@
 """Decisions made by replaying each sample's episode, stored for the table evaluation.
 
-The twin (mirage.policies.twin; kind ``replayed`` in mirage.policies.catalogue) decides from
-the queue a user sees, which the sample tables do not hold, so its first submit on a sample
-is found by re-running that sample's episode and asking it at every point
-(mirage.samples.twin.run_twin). :class:`ReplayedDecisions` keeps those first submits per
-sample and answers :meth:`first_submit_all` from them, so `mirage evaluate` scores the twin
-like every other policy, on the same samples and outcomes, with the same paired intervals.
-It decides nothing itself: a sample it holds no decision for is an error that names the
-fix, never a silent reactive default.
+The twin (mirage.twin.policy; kind ``replayed`` in mirage.policies.catalogue) decides from
+the queue a user sees, which the sample tables do not hold, so its first submit on a sample is
+found by re-running that sample's episode and asking it at every point
+(mirage.twin.replay.run_twin). :class:`ReplayedDecisions` keeps those first submits per sample
+and answers :meth:`first_submit_all` from them, so `mirage evaluate` scores the twin like every
+other policy, on the same samples and outcomes, with the same paired intervals. It decides
+nothing itself: a sample it holds no decision for is an error that names the fix, never a
+silent reactive default.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""``mirage samples shard|gather|twin``: the sample stage's commands."""
+"""``mirage samples shard|gather``: the sample stage's commands (``mirage samples twin`` is the
+twin's own, mirage.twin.cli, added to these by mirage.cli)."""
 
 from __future__ import annotations
 
@@ -41,13 +42,9 @@ def _gather(args) -> None:
     print(summary.to_string(index=False))
 
 
-def _twin(args) -> None:
-    from mirage.samples.twin import decide_cmd
-
-    decide_cmd(args)
-
-
-def register(sub) -> None:
+def register(sub):
+    """The ``samples`` command and its subcommands; returns their subparsers (mirage.cli adds
+    the twin's command, which sits on a floor above, to them)."""
     samples = sub.add_parser("samples", help="provisioning samples from the simulator")
     ssub = samples.add_subparsers(dest="samples_command", required=True)
     p = ssub.add_parser("shard", help="simulate one shard of a cluster's samples")
@@ -73,25 +70,4 @@ def register(sub) -> None:
     p.add_argument("--out", required=True)
     p.add_argument("--summary", required=True, help="JSON: samples and points per split and chain size")
     p.set_defaults(func=_gather)
-    p = ssub.add_parser("twin", help="fit the twin on the training trace and replay it on the "
-                        "validation samples (its decisions need the queue, which the sample "
-                        "tables lack): a model directory mirage evaluate reads")
-    p.add_argument("--cluster", required=True)
-    p.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
-    p.add_argument("--cluster-file", help="the calibrated mode's cluster description the samples "
-                   "were made with (default: config/clusters/<cluster>.yaml)")
-    p.add_argument("--trace-dir", required=True, help="results/<run>/<cluster>/trace (train and "
-                   "validation parquet)")
-    p.add_argument("--samples", required=True, help="the mode's SampleSet directory")
-    p.add_argument("--chain-nodes", type=int, required=True)
-    p.add_argument("--seed", type=int, required=True)
-    p.add_argument("--policy", choices=["twin", "twin_tuned"], default="twin",
-                   help="twin_tuned: choose the quantile level, tolerance and plan veto (with "
-                   "rule plan: the overlap weight) by time-ordered cross-fitting on the training "
-                   "samples first (its params may "
-                   "add tune_every: every n-th training sample, default 8; tune_blocks: 4)")
-    p.add_argument("--params", default="{}", help="JSON: the twin's parameters (K, rule, ...)")
-    p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
-    p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
-    p.add_argument("--out", required=True, help="model directory (fit.json, model.joblib, timing.csv)")
-    p.set_defaults(func=_twin)
+    return ssub

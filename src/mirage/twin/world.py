@@ -1,5 +1,5 @@
-"""The engine side of the twin policy (mirage.policies.twin): the observable queue read off a
-running simulation, and one drawn future of it simulated with the successor submitted now.
+"""The twin's drawn worlds (the engine side of mirage.twin.policy): the observable queue read
+off a running simulation, and one drawn future of it simulated with the successor submitted now.
 
 :func:`view_from_sim` copies only what ``squeue``/``sinfo`` would show: the running jobs' start,
 size, limit and user (the limit-based expected end of :meth:`Simulator.running_jobs`, never
@@ -18,14 +18,14 @@ import numpy as np
 
 from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
 
-from .cluster import ClusterDescription
-from .engine import (
+from mirage.sim.cluster import ClusterDescription
+from mirage.sim.engine import (
     R_DEP, R_JID, R_LIMIT, R_NODES, R_STATIC, R_SUBMIT, R_USER, SERVICE_USER, Simulator,
     priority_terms,
 )
-from .jobs import NO_DEP, JobTable
-from .warmstart import warm_start
-from .whatif import what_if
+from mirage.sim.jobs import NO_DEP, JobTable
+from mirage.sim.warmstart import warm_start
+from mirage.sim.whatif import what_if
 
 #: the predecessor must start within this long in a drawn world, or the draw counts as +inf
 PRED_MAX_WAIT_S = 30 * 86400
@@ -106,10 +106,10 @@ def view_from_sim(sim: Simulator, now: int, *, pred_jid: int, pred_submit: int, 
 def with_inferred_dependencies(trace, cluster: ClusterDescription):
     """The canonical job table ``trace`` (a DataFrame) with ``depends_on`` filled where
     ``cluster`` infers dependencies and the trace records none: the chains the simulator sees,
-    for the twin's arrival model to copy (mirage.policies.twin)."""
+    for the twin's arrival model to copy (mirage.twin.policy)."""
     if not cluster.infer_dependencies:
         return trace
-    from .inference import infer_dependencies
+    from mirage.sim.inference import infer_dependencies
 
     table = JobTable.from_frame(trace)
     dep = infer_dependencies(table)

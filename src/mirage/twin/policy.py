@@ -23,7 +23,7 @@ learned on the training window:
 
 Each drawn future is simulated with the successor submitted now by a callable the caller
 passes in (``simulate(view, future, cap_s=...) -> x_h``, +inf past the cap; the engine side is
-:func:`mirage.sim.twin.simulate_x`: the policies stage does not import the simulator), giving
+:func:`mirage.twin.world.simulate_x`, :meth:`TwinPolicy.simulator` binds it to a cluster), giving
 x = successor start - predecessor end in hours. The rule (``rule="quantile"``): submit now iff
 the tau = c_I / (c_I + c_O) quantile of the K values of x is positive (the newsvendor
 quantile: an interruption is expected at that level), beyond ``tolerance_s`` (60 s: a successor
@@ -36,9 +36,19 @@ predecessor's end (``sign_only``), and the draws stop once the decision is settl
 Draw k at decision time ``now`` uses ``numpy.random.default_rng([seed, now, chain_nodes, k])``
 with the fit's seed: decisions are reproducible and do not depend on the order in which points
 or samples are evaluated, nor on anything outside the view.
+
+The policy follows scikit-learn's conventions: its settings are its constructor's arguments,
+kept as they are under the same names (``get_params`` / ``set_params`` / ``sklearn.base.clone``
+work), checked by :meth:`TwinPolicy.fit`; what fit learns ends in ``_``. It asks any caller the
+same way as the other policies (:meth:`TwinPolicy.decide` on an :class:`Observation`), except
+that it reads the queue view (``needs_queue``: the caller adds it, :class:`QueueObservation`).
 """
 
 from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -46,14 +56,15 @@ import pandas as pd
 from mirage.errors import MirageError
 from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
 from mirage.outcomes import cost
-from mirage.policies.base import Policy
+from mirage.policies.base import Observation, Policy
+from mirage.twin import world
 
 WEEK_S = 7 * 86400
 #: seconds from the Monday 00:00 before the epoch to the epoch (1970-01-01 was a Thursday)
 _MONDAY_SHIFT_S = 3 * 86400
 #: upper edges (hours) of the pooled limit buckets; the last bucket is everything above
 LIMIT_BUCKETS_H = (1.0, 6.0, 24.0)
-#: each rule: the method that decides and the engine function of mirage.sim.twin it calls
+#: each rule: the method that decides and the engine function of mirage.twin.world it calls
 _RULES = {"quantile": ("evaluate_view", "simulate_x"), "expected": ("evaluate_pair", "simulate_pair"),
           "plan": ("evaluate_plan", "simulate_leads")}
 RULES = tuple(_RULES)
@@ -77,6 +88,15 @@ class TwinPolicyError(MirageError):
     """The twin policy was used without what it needs (a trace to fit, a queue view)."""
 
 
+@dataclass(frozen=True)
+class QueueObservation(Observation):
+    """An :class:`~mirage.policies.base.Observation` with the observable queue at the point
+    (``queue``): what a policy that declares ``needs_queue`` decides from (the provisioner
+    builds it from squeue, mirage.live.observe.LiveObserver.queue_view)."""
+
+    queue: QueueView | None = None
+
+
 def _bucket(limit_s: np.ndarray) -> np.ndarray:
     return np.searchsorted(np.asarray(LIMIT_BUCKETS_H) * 3600.0, np.asarray(limit_s, float),
                            side="left")
@@ -88,51 +108,84 @@ def hour_of_week(t_s) -> np.ndarray:
 
 
 class TwinPolicy(Policy):
+    """Submit iff the successor submitted now fares best in K drawn futures of the queue
+    (the module's docstring says how they are drawn and weighed)."""
+
     name = "twin"
-    needs_queue = True
 
     def __init__(self, K: int = 32, horizon_h: float = 72.0, rule: str = "quantile",
                  tau: float | None = None, c_I: float = 1.0, c_O: float = 0.5,
-                 arrivals: str = "weeks", min_user_jobs: int = 20, gate_h: float | None = None,
-                 sign_only: bool = True, early_stop: bool = True, cap_h: float = 48.0,
-                 tolerance_s: int = 60, step_s: int = 600, plan_veto: bool = False,
-                 runtime_pool: str = "all"):
-        self.params = dict(K=K, horizon_h=horizon_h, rule=rule, tau=tau, c_I=c_I, c_O=c_O,
-                           arrivals=arrivals, min_user_jobs=min_user_jobs,
-                           runtime_pool=runtime_pool, gate_h=gate_h, sign_only=sign_only,
-                           early_stop=early_stop, cap_h=cap_h, tolerance_s=tolerance_s,
-                           step_s=step_s, plan_veto=plan_veto)
+                 arrivals: str = "weeks", min_user_jobs: int = 20, runtime_pool: str = "all",
+                 gate_h: float | None = None, sign_only: bool = True, early_stop: bool = True,
+                 cap_h: float = 48.0, tolerance_s: int = 60, step_s: int = 600,
+                 plan_veto: bool = False):
+        self.K = K
+        self.horizon_h = horizon_h
+        self.rule = rule
+        self.tau = tau
+        self.c_I = c_I
+        self.c_O = c_O
+        self.arrivals = arrivals
+        self.min_user_jobs = min_user_jobs
+        self.runtime_pool = runtime_pool
+        self.gate_h = gate_h
+        self.sign_only = sign_only
+        self.early_stop = early_stop
+        self.cap_h = cap_h
+        self.tolerance_s = tolerance_s
+        self.step_s = step_s
+        self.plan_veto = plan_veto
 
     # ---- settings --------------------------------------------------------------------------
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        return [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
+
+    def get_params(self, deep: bool = True) -> dict:
+        """The constructor's arguments as they were given (scikit-learn's get_params)."""
+        return {name: getattr(self, name) for name in self._param_names()}
+
+    def set_params(self, **params) -> "TwinPolicy":
+        """Change settings by name (scikit-learn's set_params); fit again to use them."""
+        unknown = sorted(set(params) - set(self._param_names()))
+        if unknown:
+            raise TwinPolicyError(f"twin: {unknown} are not settings of the twin. "
+                                  f"Fix: use some of {self._param_names()}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
     @property
-    def tau(self) -> float:
-        t = self.params["tau"]
-        return self.params["c_I"] / (self.params["c_I"] + self.params["c_O"]) if t is None else float(t)
+    def quantile_level(self) -> float:
+        """The quantile level the ``quantile`` rule reads: ``tau``, else c_I / (c_I + c_O)."""
+        return self.c_I / (self.c_I + self.c_O) if self.tau is None else float(self.tau)
 
     def _check_params(self) -> None:
-        p = self.params
-        if p["rule"] not in RULES:
-            raise TwinPolicyError(f"twin: rule {p['rule']!r} unknown. Fix: use one of {RULES}")
-        if p["arrivals"] not in ARRIVALS:
-            raise TwinPolicyError(f"twin: arrivals {p['arrivals']!r} unknown. Fix: use one of {ARRIVALS}")
-        if p["runtime_pool"] not in RUNTIME_POOLS:
-            raise TwinPolicyError(f"twin: runtime_pool {p['runtime_pool']!r} unknown. "
+        if self.rule not in RULES:
+            raise TwinPolicyError(f"twin: rule {self.rule!r} unknown. Fix: use one of {RULES}")
+        if self.arrivals not in ARRIVALS:
+            raise TwinPolicyError(f"twin: arrivals {self.arrivals!r} unknown. Fix: use one of {ARRIVALS}")
+        if self.runtime_pool not in RUNTIME_POOLS:
+            raise TwinPolicyError(f"twin: runtime_pool {self.runtime_pool!r} unknown. "
                                   f"Fix: use one of {RUNTIME_POOLS}")
-        if int(p["K"]) < 1 or float(p["horizon_h"]) <= 0:
+        if int(self.K) < 1 or float(self.horizon_h) <= 0:
             raise TwinPolicyError("twin: K must be >= 1 and horizon_h > 0. Fix: set them in the params")
-        if not 0.0 < self.tau < 1.0:
-            raise TwinPolicyError(f"twin: tau {self.tau} must lie in (0, 1). Fix: set tau or c_I, c_O")
+        if not 0.0 < self.quantile_level < 1.0:
+            raise TwinPolicyError(f"twin: tau {self.quantile_level} must lie in (0, 1). "
+                                  "Fix: set tau or c_I, c_O")
 
     # ---- fit -------------------------------------------------------------------------------
     def fit(self, train=None, seed: int = 0, *, trace: pd.DataFrame | None = None,
-            holes=()) -> "TwinPolicy":
+            holes=(), cluster=None) -> "TwinPolicy":
         """Learn the runtime and arrival models from ``trace``, a canonical (clean) job table
         of the training split; with an ``in_window`` column (mirage.traces.split) only the jobs
         submitted inside the window count. ``train`` (the training samples) is not used.
         ``holes``: spans ``(start_s, end_s)`` of time (epoch seconds) left out: their jobs
         count in neither model and the week-block arrivals never copy a window that touches
-        one (the time-ordered tuning, mirage.samples.twin.tune_twin, fits the twin without the
-        block of time it scores)."""
+        one (the time-ordered tuning, mirage.twin.tune.tune_twin, fits the twin without the
+        block of time it scores). ``cluster``: the description (mirage.sim.cluster) that
+        :meth:`decide` simulates the drawn futures with (None: only :meth:`evaluate`, with a
+        simulate call the caller binds)."""
         self._check_params()
         holes = tuple((int(a), int(b)) for a, b in holes)
         if trace is None:
@@ -189,11 +242,11 @@ class TwinPolicy(Policy):
             offsets[key] = (pos, len(v))
             pos += len(v)
 
-        pool = self.params["runtime_pool"]  # the pools a draw may start at: this one and after
+        pool = self.runtime_pool  # the pools a draw may start at: this one and after
         if pool == "user":
             names, counts = np.unique(users, return_counts=True)
             for name, c in zip(names, counts):
-                if c >= int(self.params["min_user_jobs"]):
+                if c >= int(self.min_user_jobs):
                     add(("user", str(name)), ratio[users == name])
         if pool in ("user", "bucket"):
             buckets = _bucket(limit)
@@ -224,6 +277,7 @@ class TwinPolicy(Policy):
         self.hour_jobs_ = (order, np.searchsorted(how[order], np.arange(169)))
         self.succ_tprio_ = float(np.median(tprio))
         self.seed_ = int(seed)
+        self.cluster_ = cluster
         return self
 
     def _fitted(self) -> None:
@@ -279,12 +333,12 @@ class TwinPolicy(Policy):
         """The jobs submitted in (now, now + horizon]: dict of arrays sorted by submit, and
         ``source``: the start of the training window a week block copied (-1: Poisson draws).
         ``horizon_s``: another horizon than the policy's ``horizon_h`` (a drawn world,
-        mirage.samples.twin.model_world)."""
+        mirage.twin.replay.model_world)."""
         self._fitted()
-        H = int(round(float(self.params["horizon_h"]) * 3600)) if horizon_s is None else int(horizon_s)
+        H = int(round(float(self.horizon_h) * 3600)) if horizon_s is None else int(horizon_s)
         J = self.arrival_jobs_
         source = -1
-        if self.params["arrivals"] == "weeks":
+        if self.arrivals == "weeks":
             idx, submit, source = self._week_block(rng, now, H)
         else:
             idx, submit = self._poisson(rng, now, H)
@@ -295,7 +349,7 @@ class TwinPolicy(Policy):
         # a copied job keeps waiting on the job it waited on where that one is copied too (a
         # week block keeps its chains); ids are negative, apart from the view's job ids
         dep = J["dep"][idx]
-        if self.params["arrivals"] == "weeks":
+        if self.arrivals == "weeks":
             dep = np.where(np.isin(dep, idx) & (dep >= 0), -2 - dep, -1)
             ids = -2 - idx
         else:  # jobs resampled one by one: no chains, and a job may come twice
@@ -383,18 +437,18 @@ class TwinPolicy(Policy):
         """An interruption up to this long counts as none: the successor then starts within a
         scheduler pass of the predecessor's end (in a drawn world the predecessor ends at its
         limit and the successor follows it seconds later, as a reactive handover does)."""
-        return float(self.params["tolerance_s"]) / 3600.0
+        return float(self.tolerance_s) / 3600.0
 
-    def rule(self, x_h: np.ndarray) -> bool:
+    def quantile_rule(self, x_h: np.ndarray) -> bool:
         """Submit iff the tau quantile of the drawn x (hours; +inf: not started within the
         simulated span) exceeds the tolerance."""
         x = np.asarray(x_h, dtype=np.float64)
-        return bool(np.quantile(x, self.tau, method="inverted_cdf") > self.tolerance_h)
+        return bool(np.quantile(x, self.quantile_level, method="inverted_cdf") > self.tolerance_h)
 
     def _settled(self, n_pos: int, n_nonpos: int) -> bool | None:
         """The decision all K draws would give, once these counts already fix it; else None."""
-        K = int(self.params["K"])
-        m = int(np.ceil(self.tau * K - 1e-9))  # the quantile is the m-th smallest of K
+        K = int(self.K)
+        m = int(np.ceil(self.quantile_level * K - 1e-9))  # the quantile is the m-th smallest of K
         if n_nonpos >= m:
             return False
         if n_pos >= K - m + 1:
@@ -404,7 +458,7 @@ class TwinPolicy(Policy):
     def gated(self, view: QueueView) -> bool:
         """True when ``gate_h`` says wait without simulating (the predecessor is pending, or
         has more than gate_h hours left)."""
-        g = self.params["gate_h"]
+        g = self.gate_h
         if g is None:
             return False
         return (not view.pred_running) or (view.pred_end - view.now) > float(g) * 3600
@@ -428,7 +482,7 @@ class TwinPolicy(Policy):
         if not view.pred_running:
             return False
         return bool(self._x_now(view, self.plan_future(view), simulate,
-                                cap_s=int(self.params["tolerance_s"])) >= 0.0)
+                                cap_s=int(self.tolerance_s)) >= 0.0)
 
     def _x_now(self, view: QueueView, future: QueueFuture, simulate, cap_s: int) -> float:
         """x_h of the successor submitted now in ``future``, by whichever engine function the
@@ -437,7 +491,7 @@ class TwinPolicy(Policy):
         if call == "simulate_leads":
             return float(simulate(view, future, offsets_s=np.zeros(1, np.int64), cap_s=cap_s)[0])
         if call == "simulate_pair":
-            return float(simulate(view, future, step_s=int(self.params["step_s"]), cap_s=cap_s)[0])
+            return float(simulate(view, future, step_s=int(self.step_s), cap_s=cap_s)[0])
         return float(simulate(view, future, cap_s=cap_s))
 
     def evaluate_view(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
@@ -445,16 +499,16 @@ class TwinPolicy(Policy):
         stop). ``simulate(view, future, cap_s=...)`` returns one draw's x_h (+inf when the
         successor has not started ``cap_s`` after the predecessor's end)."""
         self._fitted()
-        K = int(self.params["K"])
+        K = int(self.K)
         x = np.full(K, np.nan)
         if self.gated(view):
             return False, x
-        if self.params["plan_veto"] and not self.plan_allows(view, simulate):
+        if self.plan_veto and not self.plan_allows(view, simulate):
             return False, x
         supports = self._view_supports(view)
-        sign_only = bool(self.params["sign_only"])
+        sign_only = bool(self.sign_only)
         # only whether x exceeds the tolerance matters to the rule: simulate that far
-        cap_s = int(self.params["tolerance_s"]) if sign_only else int(round(float(self.params["cap_h"]) * 3600))
+        cap_s = int(self.tolerance_s) if sign_only else int(round(float(self.cap_h) * 3600))
         n_pos = n_nonpos = 0
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
@@ -463,11 +517,11 @@ class TwinPolicy(Policy):
                 n_pos += 1
             else:
                 n_nonpos += 1
-            if self.params["early_stop"]:
+            if self.early_stop:
                 settled = self._settled(n_pos, n_nonpos)
                 if settled is not None:
                     return settled, x
-        return self.rule(x), x
+        return self.quantile_rule(x), x
 
     def evaluate_pair(self, view: QueueView, simulate_pair) -> tuple[bool, np.ndarray]:
         """The ``expected`` rule: ``(submit now?, (K, 2) x_h now and one step later)``. Each draw
@@ -475,16 +529,16 @@ class TwinPolicy(Policy):
         step_s=..., cap_s=...) -> (x_now, x_next)``); submit iff the mean cost of submitting
         now is below that of waiting one step."""
         self._fitted()
-        K = int(self.params["K"])
+        K = int(self.K)
         x = np.full((K, 2), np.nan)
-        if self.gated(view) or (self.params["plan_veto"] and not self.plan_allows(view, simulate_pair)):
+        if self.gated(view) or (self.plan_veto and not self.plan_allows(view, simulate_pair)):
             return False, x
         supports = self._view_supports(view)
-        cap_s = int(round(float(self.params["cap_h"]) * 3600))
+        cap_s = int(round(float(self.cap_h) * 3600))
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
-            x[k] = simulate_pair(view, future, step_s=int(self.params["step_s"]), cap_s=cap_s)
-        now, wait = cost(x, float(self.params["c_I"]), float(self.params["c_O"])).mean(axis=0)
+            x[k] = simulate_pair(view, future, step_s=int(self.step_s), cap_s=cap_s)
+        now, wait = cost(x, float(self.c_I), float(self.c_O)).mean(axis=0)
         return bool(now < wait), x
 
     def lead_offsets(self, view: QueueView) -> np.ndarray:
@@ -497,7 +551,7 @@ class TwinPolicy(Policy):
         the end starts 1.0-1.25 h early, one from 1.3 h to 10 min before it on time, one at the
         end 3.7 h late; from 10.7 h out the candidates reached 5.3 h, then the end)."""
         left = max(int(view.pred_end) - int(view.now), 0)
-        step = int(self.params["step_s"])
+        step = int(self.step_s)
         offs = {0}
         m = 1
         while m * step < left:
@@ -514,38 +568,57 @@ class TwinPolicy(Policy):
         common random numbers); submit iff submitting now has the lowest mean cost (ties
         submit: a later submit would cost no less). While the predecessor waits, wait."""
         self._fitted()
-        K = int(self.params["K"])
+        K = int(self.K)
         if not view.pred_running or self.gated(view) or (
-                self.params["plan_veto"] and not self.plan_allows(view, simulate_leads)):
+                self.plan_veto and not self.plan_allows(view, simulate_leads)):
             return False, np.full((K, 1), np.nan)
         offsets = self.lead_offsets(view)
         supports = self._view_supports(view)
-        cap_s = int(round(float(self.params["cap_h"]) * 3600))
+        cap_s = int(round(float(self.cap_h) * 3600))
         x = np.full((K, len(offsets)), np.nan)
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
             x[k] = simulate_leads(view, future, offsets_s=offsets, cap_s=cap_s)
-        return plan_submit_now(x, self.params["c_I"], self.params["c_O"]), x
+        return plan_submit_now(x, self.c_I, self.c_O), x
 
     @property
     def engine_call(self) -> str:
-        """The engine function of mirage.sim.twin the rule needs: ``simulate_x`` (quantile),
+        """The engine function of mirage.twin.world the rule needs: ``simulate_x`` (quantile),
         ``simulate_pair`` (expected) or ``simulate_leads`` (plan)."""
-        return _RULES[self.params["rule"]][1]
+        return _RULES[self.rule][1]
+
+    def simulator(self, cluster):
+        """The engine function the rule needs (:attr:`engine_call`), bound to ``cluster``."""
+        return partial(getattr(world, self.engine_call), cluster=cluster)
 
     def evaluate(self, view: QueueView, simulate) -> tuple[bool, np.ndarray]:
         """``(submit now?, the draws' x_h)`` by the configured rule; ``simulate``: the engine's
-        function named by :attr:`engine_call` (mirage.sim.twin)."""
-        return getattr(self, _RULES[self.params["rule"]][0])(view, simulate)
+        function named by :attr:`engine_call` (:meth:`simulator`)."""
+        return getattr(self, _RULES[self.rule][0])(view, simulate)
 
     def decide_view(self, view: QueueView, simulate) -> bool:
         return self.evaluate(view, simulate)[0]
+
+    def decide(self, obs: Observation) -> bool:
+        """Submit now? As every policy is asked; ``obs.queue`` holds the queue view (a
+        :class:`QueueObservation`: ``needs_queue``), simulated in the description the twin was
+        fitted with (``fit(..., cluster=...)``, as :func:`mirage.twin.live.load_twin` does)."""
+        view = getattr(obs, "queue", None)
+        if view is None:
+            raise TwinPolicyError("twin decides from the observable queue, which this observation "
+                                  "lacks. Fix: pass a QueueObservation with queue=<QueueView>")
+        if getattr(self, "cluster_", None) is None:
+            raise TwinPolicyError("twin: no cluster description to simulate the drawn futures in. "
+                                  "Fix: fit it with cluster=<ClusterDescription> (load_twin does)")
+        return self.decide_view(view, self.simulator(self.cluster_))
 
     # ---- the table interface: the twin needs the queue, which the sample tables lack ---------
     def submit_mask(self, points, windows=None):
         raise TwinPolicyError(
             "twin decides from the observable queue, which the sample tables do not hold. "
-            "Fix: evaluate it with mirage.samples.twin.run_twin (or call decide_view)")
+            "Fix: evaluate it with mirage.twin.replay.run_twin (or call decide with a "
+            "QueueObservation)")
 
 
-__all__ = ["TwinPolicy", "TwinPolicyError", "SERVICE_NAME", "hour_of_week", "plan_submit_now"]
+__all__ = ["QueueObservation", "TwinPolicy", "TwinPolicyError", "SERVICE_NAME", "hour_of_week",
+           "plan_submit_now"]
