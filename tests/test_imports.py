@@ -13,10 +13,11 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mirage"
 FLOORS = [
     {"errors", "fingerprint"},
     {"features", "outcomes"},
-    {"traces", "policies", "config", "notebooks", "benchmarks"},
+    {"traces", "policies", "config", "notebooks"},
     {"sim", "evaluate"},
+    {"figures"},  # draws tables: reads evaluate, traces and outcomes, never live or samples
     {"samples", "live", "report"},
-    {"figures"},
+    {"bench"},  # every benchmark: may run any stage
     {"cli"},
     {"__main__"},
 ]
