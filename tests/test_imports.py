@@ -13,12 +13,13 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "mirage"
 FLOORS = [
     {"errors", "fingerprint", "units", "options"},
     {"features", "outcomes"},
-    {"traces", "policies", "config", "notebooks", "benchmarks"},
+    {"traces", "policies", "config", "notebooks"},
     {"sim", "evaluate"},
+    {"figures"},  # draws tables: reads evaluate, traces and outcomes, never live or samples
     {"samples", "report"},
     {"twin"},
     {"live"},
-    {"figures"},
+    {"bench"},  # every benchmark: may run any stage
     {"cli"},
     {"__main__"},
 ]

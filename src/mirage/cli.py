@@ -21,33 +21,22 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _register_stages(sub) -> None:
     """Every stage registers its own commands (imports stay light: no torch here)."""
-    from mirage import benchmarks, config, notebooks, report
+    from mirage import bench, config, notebooks, report
     from mirage.evaluate import claims, expected
     from mirage.evaluate import cli as evaluate_cli
     from mirage.figures import cli as figures_cli
-    from mirage.figures import simcheck as simcheck_bench
     from mirage.live import cli as live_cli
-    from mirage.policies import bench as policies_bench
     from mirage.policies import cli as policies_cli
-    from mirage.samples import bench as samples_bench
     from mirage.samples import cli as samples_cli
     from mirage.sim import cli as sim_cli
     from mirage.traces import cli as traces_cli
-    from mirage.twin import bench as twin_bench
     from mirage.twin import cli as twin_cli
 
     traces_cli.register(sub)
     config.register(sub)
-    bench = sub.add_parser("bench", help="benchmarks that print figures")
-    bsub = bench.add_subparsers(dest="bench_command", required=True)
+    bench.register(sub)
     sim_cli.register(sub)
-    sim_cli.register_bench(bsub)
     twin_cli.register(samples_cli.register(sub))  # mirage samples twin
-    samples_bench.register_bench(bsub)
-    twin_bench.register_twin_bench(bsub)
-    benchmarks.register_bench(bsub)
-    simcheck_bench.register_bench(bsub)
-    policies_bench.register_bench(bsub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
     figures_cli.register(sub)

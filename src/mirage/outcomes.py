@@ -50,6 +50,11 @@ def cost(x_h, c_I: float = 1.0, c_O: float = 0.5):
 
 LOAD_LEVELS = ("low", "medium", "heavy")
 ALL = "all"  # the load level of every sample together
+#: the project's goals for a learned policy in a cell (mirage report checks them, the figures
+#: draw them): at least this share of samples without interruption ...
+ZERO_INTERRUPTION_GOAL = 0.80
+#: ... with a mean overlap below this many hours
+OVERLAP_GOAL_H = 6.0
 
 
 def load_level(reactive_x_h) -> np.ndarray:

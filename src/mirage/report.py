@@ -18,9 +18,7 @@ from mirage.evaluate.metrics import (  # noqa: F401  (BASELINES: part of this mo
     ALL, BASELINES, MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED, level_tradeoff, paired_difference,
     to_markdown, verdict,
 )
-
-ZERO_INTERRUPTION_GOAL = 0.80
-OVERLAP_GOAL_H = 6.0
+from mirage.outcomes import OVERLAP_GOAL_H, ZERO_INTERRUPTION_GOAL
 VERDICTS = ("better", "worse", "within noise", "identical", "too few samples")
 
 

@@ -12,7 +12,7 @@ import pytest
 from mirage.cli import main
 from mirage.evaluate.cli import LEAD_SWEEP_COLUMNS
 from mirage.figures import style
-from mirage.figures.evaluation import evaluation_figures
+from mirage.figures.cli import evaluation_figures
 from mirage.policies.synthetic import make_synthetic
 
 POLICIES = ["reactive", "average", "fixed_lead", "plan_lead", "oracle"]
@@ -117,7 +117,8 @@ def test_the_headline_names_the_policies_a_reader_asks_about(stages):
     """Interruption against overlap, one panel per chain size: reactive, the best baseline,
     REINFORCE, the best learned policy and the oracle named in the legend, a REINFORCE that
     stays reactive said to coincide with it."""
-    from mirage.figures.headline import headline_figure, named_policies
+    from mirage.evaluate.headline import headline_points, named_policies
+    from mirage.figures.headline import headline_figure
 
     out = pd.read_parquet(stages / "eval" / "outcomes.parquet")
     out = out[out["mode"] == "calibrated"]
@@ -132,7 +133,7 @@ def test_the_headline_names_the_policies_a_reader_asks_about(stages):
     best_base = cost[["average", "fixed_lead", "plan_lead"]].idxmin()
     assert roles == {"reactive": "reactive", best_base: "best baseline",
                      "pg": "paper's method", "rf": "best learned", "oracle": "oracle"}
-    fig = headline_figure(out, "ls6")
+    fig = headline_figure(headline_points(out), "ls6")
     axes = fig.axes
     assert len(axes) == 2 and "1-node" in axes[0].get_title() and "8-node" in axes[1].get_title()
     labels = [t.get_text() for t in axes[0].get_legend().get_texts()]

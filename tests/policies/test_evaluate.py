@@ -161,7 +161,7 @@ def test_level_tradeoff_needs_one_policy_to_win_every_level(tmp_path):
     assert w1.set_index("policy").loc["lowwin", "beats_low"]
     w2 = level_tradeoff(nob, baselines=("fixed_lead", "plan_lead"))
     assert not w2[["beats_low", "beats_medium", "beats_all_levels"]].any().any()
-    png, _ = save(level_tradeoff_figure(table, baselines=("fixed_lead", "plan_lead")),
+    png, _ = save(level_tradeoff_figure(level_tradeoff(table, ("fixed_lead", "plan_lead"))),
                   tmp_path / "t")
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
@@ -178,9 +178,9 @@ def test_level_tradeoff_with_a_missing_level_and_zero_costs(tmp_path):
         True, True, True]
     assert w.loc[(8, "m"), ["beats_low", "beats_medium"]].tolist() == [False, True]
     # zero costs on log axes and a group with one level still draw
-    assert save(level_tradeoff_figure(table, baselines=("fixed_lead",)), tmp_path / "z")[0].exists()
+    assert save(level_tradeoff_figure(level_tradeoff(table, ("fixed_lead",))), tmp_path / "z")[0].exists()
     single = table[table["load_level"] != "medium"]
-    assert level_tradeoff_figure(single, baselines=("fixed_lead",)) is None
+    assert level_tradeoff_figure(level_tradeoff(single, ("fixed_lead",))) is None
 
 
 def test_a_policy_of_several_training_seeds_is_their_mean_with_the_spread(tiny, tmp_path):
@@ -212,5 +212,5 @@ def test_a_policy_of_several_training_seeds_is_their_mean_with_the_spread(tiny, 
     assert c.ci_low < c["mean"] < c.ci_high
     assert seed_spread(per_seed(a)).empty
     png, _ = save(seed_spread_figure(spread[spread.chain_nodes == 1],
-                                     t[t.chain_nodes == 1], "c"), tmp_path / "seeds")
+                                     t[t.chain_nodes == 1], "c", ("reactive",)), tmp_path / "seeds")
     assert png.stat().st_size > 0

@@ -457,7 +457,7 @@ def test_bench_twin_on_a_finished_run(tiny_run, tmp_path):
 
 def test_the_runtime_model_is_scored_on_the_validation_jobs(tiny_run, capsys):
     from mirage.cli import main
-    from mirage.twin.bench import bench_twin_runtimes, crps
+    from mirage.bench.twin import bench_twin_runtimes, crps
 
     rng = np.random.default_rng(0)
     x, y = rng.exponential(size=50), 0.7
@@ -829,7 +829,7 @@ def test_tuning_refuses_what_it_cannot_tune(tiny_run, tmp_path, capsys):
 def test_the_arrival_predictors_find_a_weekly_pattern_from_the_past_alone(tmp_path, capsys):
     from mirage.cli import main
     from mirage.errors import MirageError
-    from mirage.twin.bench import bench_twin_arrivals
+    from mirage.bench.twin import bench_twin_arrivals
 
     # six weeks of one job an hour whose size follows the hour of the day: 8 nodes 09-17 h,
     # 1 node otherwise; four weeks train, the last two validate (the week before is warm-up)

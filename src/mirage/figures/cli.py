@@ -1,6 +1,11 @@
 """``mirage figures evaluation|fidelity|trace|training``: every figure, drawn from the tables the
 other stages wrote (a figure can be redrawn without re-running what it shows).
 
+Each command reads the tables, has the stage that owns a computation derive what a figure
+draws from them (the headline's points and the load-level trade-off: mirage.evaluate; the
+trace's overview: mirage.traces.summary), and hands the frames to the drawing modules of this
+package (evaluation, fidelity, traces, training), which only draw.
+
 Each command creates ``--out-dir``, writes there only, one ``NAME.png`` and ``NAME.pdf`` per
 figure (NAME matches ``[a-z0-9_]+``), and prints one line per figure; a figure without data
 is left out with a printed ``note:`` line, never an error.
@@ -48,9 +53,21 @@ def write_all(items, out_dir) -> list[Path]:
     return written
 
 
-def _evaluation(args) -> None:
-    from mirage.figures.evaluation import evaluation_figures
+def evaluation_figures(outcomes, table, sweep=None, label: str = "", seeds=None):
+    """Every evaluation figure of mirage.figures.evaluation.evaluation_figures, with the frames
+    the evaluation computes from ``outcomes`` (outcomes.parquet) and ``table``
+    (evaluation.csv)."""
+    from mirage.evaluate.headline import headline_points
+    from mirage.evaluate.metrics import BASELINES, level_tradeoff
+    from mirage.figures import evaluation
 
+    return evaluation.evaluation_figures(
+        outcomes, table, headline=headline_points(outcomes),
+        tradeoff=level_tradeoff(table, BASELINES), baselines=BASELINES, sweep=sweep,
+        label=label, seeds=seeds)
+
+
+def _evaluation(args) -> None:
     outcomes = _read(args.outcomes, "outcomes table of mirage evaluate")
     table = _read(args.evaluation, "evaluation table of mirage evaluate")
     sweep = _read(args.lead_sweep, "lead-sweep table of mirage evaluate") if args.lead_sweep else None
@@ -70,11 +87,12 @@ def _fidelity(args) -> None:
 
 def _trace(args) -> None:
     from mirage.figures.traces import trace_figures
+    from mirage.traces.summary import overview
 
-    jobs = _read(args.clean, "clean trace")
-    reference = _read(args.reference, "reference trace") if args.reference else None
-    figs = trace_figures(jobs, label=args.label, reference=reference,
-                         reference_label=args.reference_label)
+    traces = [(args.label, overview(_read(args.clean, "clean trace")))]
+    if args.reference:
+        traces.append((args.reference_label, overview(_read(args.reference, "reference trace"))))
+    figs = trace_figures(traces)
     write_all(((name, fig, "") for name, fig in figs.items()), args.out_dir)
 
 

@@ -1,9 +1,11 @@
 """Figures of the evaluation, drawn from what ``mirage evaluate`` wrote.
 
 ``outcomes`` is outcomes.parquet (one row per sample and policy), ``table`` evaluation.csv
-(metrics.summarize per mode), ``sweep`` lead_sweep.csv. Every function here takes those
-tables and returns a figure (None where there is nothing to draw); ``evaluation_figures``
-yields all of them by name, with a note for each one it leaves out.
+(metrics.summarize per mode), ``sweep`` lead_sweep.csv, ``seeds`` seeds.csv; ``headline`` and
+``tradeoff`` are computed from them by the evaluation (mirage.evaluate.headline.headline_points,
+mirage.evaluate.metrics.level_tradeoff; mirage.figures.cli does it for ``mirage figures evaluation``).
+Every function here takes those frames and returns a figure (None where there is nothing to
+draw); ``evaluation_figures`` yields all of them by name, with a note for each one it leaves out.
 
 x = start(successor) - end(predecessor) in hours: > 0 an interruption, < 0 an overlap.
 """
@@ -13,13 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.evaluate.metrics import ALL, LOAD_LEVELS, level_tradeoff
+from mirage.figures.headline import headline_figure
 from mirage.figures.style import (
     COLUMN_W, DOUBLE_W, ROLE_COLORS, legend_below, log_axis, plain_ticks, policy_order,
     policy_style, slug, styled,
 )
-from mirage.figures.headline import headline_figure
-from mirage.report import BASELINES, OVERLAP_GOAL_H, ZERO_INTERRUPTION_GOAL
+from mirage.outcomes import ALL, LOAD_LEVELS, OVERLAP_GOAL_H, ZERO_INTERRUPTION_GOAL
 
 X_LABEL = "x = start(successor) − end(predecessor) [h]"
 LEVEL_ORDER = LOAD_LEVELS + (ALL,)
@@ -238,15 +239,15 @@ def interruption_reduction_figure(table: pd.DataFrame, title: str = ""):
 
 # ------------------------------------------------------------------------------ trade-off
 @styled
-def level_tradeoff_figure(table: pd.DataFrame, baselines=None, title: str = ""):
+def level_tradeoff_figure(wide: pd.DataFrame, policies=None, title: str = ""):
     """Cost at one load level against the next (low vs medium, medium vs heavy), one panel per
-    (mode, chain size), one point per policy. The shaded corner is where a policy beats every
-    baseline at both levels; baselines are squares, the oracle a star. None when no group has
-    two load levels."""
+    (mode, chain size), one point per policy. ``wide``: mirage.evaluate.metrics.level_tradeoff
+    of an evaluation table; ``policies``: the legend's order (default: ``wide``'s). The shaded
+    corner is where a policy beats every baseline at both levels; baselines are squares, the
+    oracle a star. None when no group has two load levels."""
     import matplotlib.pyplot as plt
     import matplotlib.ticker as ticker
 
-    wide = level_tradeoff(table, BASELINES if baselines is None else baselines)
     levels = [lvl for lvl in LOAD_LEVELS if lvl in wide.columns]
     pairs = list(zip(levels, levels[1:]))
     keys = [k for k in ("cluster", "mode", "chain_nodes") if k in wide.columns]
@@ -254,7 +255,7 @@ def level_tradeoff_figure(table: pd.DataFrame, baselines=None, title: str = ""):
               if any(g[a].notna().any() and g[b].notna().any() for a, b in pairs)]
     if not groups:
         return None
-    policies = policy_order(table["policy"])  # the evaluation's order
+    policies = policy_order(wide["policy"] if policies is None else policies)
     ncols = min(len(groups), 3)
     nrows = len(pairs) * -(-len(groups) // ncols)
     fig, axes = plt.subplots(nrows, ncols, squeeze=False,
@@ -381,11 +382,12 @@ def lead_sweep_figure(sweep: pd.DataFrame, title: str = ""):
 
 
 @styled
-def seed_spread_figure(spread: pd.DataFrame, table: pd.DataFrame | None = None, title: str = ""):
+def seed_spread_figure(spread: pd.DataFrame, table: pd.DataFrame | None = None, title: str = "",
+                       baselines=()):
     """Mean cost of every policy fitted with several training seeds: each seed's value as a
     dot, the mean with its t interval over seeds as a bar (the range with fewer than 3 seeds),
-    one panel per load level, and the
-    cheapest baseline of the cell (from ``table``, evaluation.csv) as a dashed line.
+    one panel per load level, and the cheapest of the ``baselines`` in the cell (from
+    ``table``, evaluation.csv) as a dashed line.
     ``spread``: one cell's rows of seeds.csv; None when it has no cost rows."""
     import matplotlib.pyplot as plt
 
@@ -416,7 +418,7 @@ def seed_spread_figure(spread: pd.DataFrame, table: pd.DataFrame | None = None, 
                         color=color, capsize=2.5, lw=1.1, zorder=4)
             top = max(top, float(np.nanmax(vals)))
         if table is not None and "policy" in table.columns:
-            base = table[(table["load_level"] == level) & table["policy"].isin(BASELINES)]
+            base = table[(table["load_level"] == level) & table["policy"].isin(baselines)]
             if len(base):
                 best = base.loc[base["cost"].idxmin()]
                 ax.axhline(best["cost"], color=policy_style(best["policy"])["color"], ls="--",
@@ -450,11 +452,13 @@ _TABLE_FIGURES = {
 }
 
 
-def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
-                       sweep: pd.DataFrame | None = None, label: str = "",
-                       seeds: pd.DataFrame | None = None):
+def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame, *, headline: pd.DataFrame,
+                       tradeoff: pd.DataFrame, baselines, sweep: pd.DataFrame | None = None,
+                       label: str = "", seeds: pd.DataFrame | None = None):
     """Every evaluation figure, one at a time: yields ``(name, figure, note)``, the figure None
-    (and the note saying why) where there is nothing to draw.
+    (and the note saying why) where there is nothing to draw. ``headline``: headline_points of
+    ``outcomes``; ``tradeoff``: level_tradeoff of ``table``; ``baselines``: the baselines' names
+    (the seeds figures mark the cheapest).
 
     Per mode: headline_<mode> (interruption against overlap of every policy, the ones a
     reader asks about named; mirage.figures.headline). Per (mode, chain size): x_cdf_, x_box_, zero_interruption_, cost_vs_oracle_,
@@ -462,7 +466,7 @@ def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
     kind where the tables hold several; seeds_ where ``seeds``, seeds.csv, has rows); per
     cluster: level_tradeoff_<cluster>.
     """
-    modes = outcomes.groupby("mode", sort=True) if "mode" in outcomes.columns else [("", outcomes)]
+    modes = headline.groupby("mode", sort=True) if "mode" in headline.columns else [("", headline)]
     for mode, part in modes:
         title = ", ".join(t for t in (label, f"{mode} simulator" if mode else "") if t)
         yield ("headline" + (f"_{slug(mode)}" if mode else ""),
@@ -483,8 +487,9 @@ def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
     groups = table.groupby("cluster", sort=True) if "cluster" in table.columns else [("", table)]
     for cluster, part in groups:
         title = f"{label or cluster}: cost at one load level against the next"
+        wide = tradeoff[tradeoff["cluster"] == cluster] if cluster else tradeoff
         yield ("level_tradeoff" + (f"_{slug(cluster)}" if cluster else ""),
-               level_tradeoff_figure(part, title=title),
+               level_tradeoff_figure(wide, policy_order(part["policy"]), title=title),
                "no (mode, chain size) has samples at two load levels")
     if seeds is None or seeds.empty:
         yield "seeds", None, "every policy was fitted with one training seed"
@@ -493,7 +498,8 @@ def evaluation_figures(outcomes: pd.DataFrame, table: pd.DataFrame,
             rows = table
             for k, v in key.items():
                 rows = rows[rows[k] == v]
-            yield cell_name("seeds", key), seed_spread_figure(part, rows, cell_title(label, key)), ""
+            yield cell_name("seeds", key), seed_spread_figure(part, rows, cell_title(label, key),
+                                                              baselines), ""
     if sweep is None or sweep.empty:
         yield "lead_sweep", None, "no lead sweep (no fixed_lead or plan_lead was evaluated)"
         return

@@ -8,6 +8,9 @@ reactive resubmission, the best baseline, the paper's
 method (REINFORCE, ``pg``), the best learned policy (by mean cost on these samples, so
 optimistic) and the oracle, which knows the future. Grey lines are the cost contours
 (interruption + c_O x overlap). Lower left is better.
+
+The points, their intervals and the roles are computed by mirage.evaluate.headline
+(``headline_points``); this module only draws them.
 """
 
 from __future__ import annotations
@@ -15,48 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from mirage.evaluate.claims import PAPER_METHOD, best_learned
 from mirage.figures.style import DOUBLE_W, policy_style, styled
-from mirage.report import BASELINES
-
-N_BOOT = 1000
-
-
-def named_policies(part: pd.DataFrame) -> dict[str, str]:
-    """policy -> its role in the headline, for one cell's outcomes."""
-    cost = part.groupby("policy")["cost"].mean()
-    roles: dict[str, str] = {}
-    if "reactive" in cost:
-        roles["reactive"] = "reactive"
-    base = cost[[p for p in cost.index if p in BASELINES and p != "reactive"]]
-    if len(base):
-        roles.setdefault(str(base.idxmin()), "best baseline")
-    if PAPER_METHOD in cost:
-        roles.setdefault(PAPER_METHOD, "paper's method")
-    best = best_learned(part)
-    if best is not None:
-        roles[best] = ("paper's method, best learned" if best == PAPER_METHOD
-                       else "best learned")
-    if "oracle" in cost:
-        roles["oracle"] = "oracle"
-    return roles
-
-
-def _means_with_intervals(part: pd.DataFrame, seed: int) -> pd.DataFrame:
-    """Per policy: mean interruption and overlap (a mean over training seeds per sample) and
-    their 95 % bootstrap intervals over samples (the same resamples for every policy)."""
-    per = (part.groupby(["policy", "sample_id"])[["interruption_h", "overlap_h"]].mean()
-           .unstack("policy"))
-    idx = np.random.default_rng(seed).integers(0, len(per), size=(N_BOOT, len(per)))
-    rows = []
-    for policy in per["interruption_h"].columns:
-        row = {"policy": policy}
-        for metric in ("interruption_h", "overlap_h"):
-            v = per[metric][policy].to_numpy(dtype=float)
-            lo, hi = np.percentile(v[idx].mean(axis=1), [2.5, 97.5])
-            row |= {metric: v.mean(), f"{metric}_low": lo, f"{metric}_high": hi}
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def _coincident(means: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
@@ -71,17 +33,23 @@ def _coincident(means: pd.DataFrame, roles: dict[str, str]) -> dict[str, str]:
     return out
 
 
+def _roles(means: pd.DataFrame) -> dict[str, str]:
+    """policy -> role of the named policies of one panel, in the legend's order."""
+    named = means[means["role_rank"] >= 0].sort_values("role_rank")
+    return dict(zip(named["policy"], named["role"]))
+
+
 @styled
-def headline_figure(out: pd.DataFrame, title: str = "", c_O: float = 0.5, seed: int = 0):
-    """One panel per chain size of ``out`` (one cluster's outcomes in one simulator mode)."""
+def headline_figure(points: pd.DataFrame, title: str = "", c_O: float = 0.5):
+    """One panel per chain size of ``points`` (mirage.evaluate.headline.headline_points of one
+    cluster's outcomes in one simulator mode)."""
     import matplotlib.pyplot as plt
 
-    sizes = sorted(out["chain_nodes"].unique())
+    sizes = sorted(points["chain_nodes"].unique())
     fig, axes = plt.subplots(1, len(sizes), figsize=(DOUBLE_W, 3.4), squeeze=False)
     for ax, nodes in zip(axes[0], sizes):
-        part = out[out["chain_nodes"] == nodes]
-        means = _means_with_intervals(part, seed)
-        roles = named_policies(part)
+        means = points[points["chain_nodes"] == nodes]
+        roles = _roles(means)
         top = max(means["interruption_h_high"].max(), 0.1) * 1.1
         right = max(means["overlap_h_high"].max(), 0.1) * 1.1
         for level in np.linspace(0, top + c_O * right, 7)[1:]:
@@ -114,7 +82,7 @@ def headline_figure(out: pd.DataFrame, title: str = "", c_O: float = 0.5, seed: 
         ax.set_ylim(0, top)
         ax.set_xlabel("mean overlap per handover [h]")
         ax.set_ylabel("mean interruption per handover [h]")
-        n = part["sample_id"].nunique()
+        n = int(means["samples"].iloc[0])
         ax.set_title(f"{int(nodes)}-node chains, {n} validation samples")
     if title:
         fig.suptitle(title)

@@ -1,14 +1,9 @@
-"""``mirage bench slurm-sim``: the simulator against a real slurmctld (mirage.live.simcheck), and
-its figure: simulated vs real start of every job, and of every leave-one-out what-if probe.
-
-The command lives here, not in mirage.live, because it draws: only ``figures`` imports
-matplotlib, and ``live`` may not import ``figures`` (tests/test_imports.py).
+"""The figure of ``mirage bench slurm-sim`` (mirage.bench.slurm_sim; the experiment:
+mirage.live.simcheck): simulated vs real start of every job, and of every leave-one-out
+what-if probe, drawn from the experiment's per_job.csv.
 """
 
 from __future__ import annotations
-
-import json
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -97,82 +92,3 @@ def _start_scatter(per_job: pd.DataFrame, interval_s: int):
         ax.set_title("how far each view is from Slurm's start", fontsize=6.5)
         ax.legend(fontsize=5.5, loc="lower right", frameon=False)
     return fig
-
-
-def _bench(args) -> None:
-    from mirage.live.simcheck import WorkloadSpec, analyze, format_report, run_check
-    from mirage.figures.style import save
-    from mirage.live.slurm import Slurm
-
-    out = Path(args.out)
-    if args.from_run:
-        rep = analyze(out, args.cluster_file)
-    else:
-        spec = WorkloadSpec(jobs=args.jobs, seed=args.seed, span_s=args.span_s,
-                            max_limit_min=args.max_limit_min, max_run_s=args.max_run_s,
-                            delay_s=args.delay_s)
-        rep = run_check(spec, out, slurm=Slurm(), partition=args.partition, account=args.account,
-                        user2=args.user2, qos=args.qos, qos_jobs=args.qos_jobs, qos_cpus=args.qos_cpus,
-                        cluster_file=args.cluster_file)
-    per_job = pd.read_csv(out / "per_job.csv")
-    ag = None
-    if args.against:
-        from mirage.live.simcheck import against_run
-
-        # checked (the same workload) before its starts go into the figure
-        ag = against_run(out, Path(args.against))
-        other = pd.read_csv(Path(args.against) / "per_job.csv").set_index("key")["real_start_s"]
-        per_job["again_start_s"] = per_job["key"].map(other)
-    fig = start_scatter(per_job, rep["jobs"].get("interval_s", 5))
-    if fig is not None:
-        png, _ = save(fig, out / "start_scatter")
-        print(f"figure: {png}")
-    print(format_report(rep))
-    print(f"report: {out / 'report.json'}; per job: {out / 'per_job.csv'}")
-    if args.ablation:
-        from mirage.live.simcheck import ablation, format_ablation
-
-        rows = ablation(out)
-        (out / "ablation.json").write_text(json.dumps(rows, indent=1))
-        print(format_ablation(rows))
-    if ag is not None:
-        from mirage.live.simcheck import format_against
-
-        (out / "against.json").write_text(json.dumps(ag, indent=1))
-        print(format_against(ag))
-    if args.json:
-        print(json.dumps({k: rep[k] for k in ("jobs", "probes")}))
-
-
-def register_bench(bench_subparsers) -> None:
-    """Add ``mirage bench slurm-sim``."""
-    b = bench_subparsers.add_parser(
-        "slurm-sim", help="the simulator against a live slurmctld: one seeded workload, job by job")
-    b.add_argument("--out", required=True, help="directory for cluster.yaml, sacct.txt, per_job.csv, "
-                   "report.json, start_scatter.png")
-    b.add_argument("--jobs", type=int, default=200)
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--span-s", type=int, default=1200, help="submissions spread over this many seconds")
-    b.add_argument("--max-limit-min", type=int, default=15)
-    b.add_argument("--max-run-s", type=int, default=75)
-    b.add_argument("--delay-s", type=int, default=180,
-                   help="holds are released and --begin times fall up to this long after the submit")
-    b.add_argument("--partition", default="gpu")
-    b.add_argument("--account", default="mirage")
-    b.add_argument("--user2", default="mirage-bg", help="the second user (submitted with sbatch --uid)")
-    b.add_argument("--qos", help="an existing QOS to run under (default: a temporary one with "
-                   "--qos-jobs and --qos-cpus per user, removed at the end)")
-    b.add_argument("--qos-jobs", type=int, default=4)
-    b.add_argument("--qos-cpus", type=int, default=12)
-    b.add_argument("--cluster-file", help="replay with this description instead of the derived one")
-    b.add_argument("--from-run", action="store_true",
-                   help="no Slurm: compare again from the files a finished run left in --out")
-    b.add_argument("--ablation", action="store_true",
-                   help="also replay with the description as first derived and after each change the "
-                   "comparison made (ablation.json)")
-    b.add_argument("--against", metavar="RUN",
-                   help="also compare this run's real starts with another run of the same workload "
-                   "(its --out directory): Slurm against itself, the floor under the replay's error "
-                   "(against.json)")
-    b.add_argument("--json", action="store_true", help="also print the two metric blocks as JSON")
-    b.set_defaults(func=_bench)

@@ -1,54 +1,41 @@
 """The shape of a trace at a glance: arrivals, job mix, load, queue and waits over time.
 
 With a reference trace (e.g. the real ls6 beside a synthetic one) both are drawn on the same
-axes, so a calibration gap shows as two curves that part.
+axes, so a calibration gap shows as two curves that part. What is drawn of a trace is its
+mirage.traces.summary.overview (mirage.figures.cli computes it from the clean table).
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 
-from mirage.figures.style import DOUBLE_W, date_axis, log_axis, save, styled
-from mirage.traces.summary import (
-    HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H, busy_nodes, queued_jobs, trace_summary,
-)
+from mirage.figures.style import DOUBLE_W, date_axis, log_axis, styled
+from mirage.traces.summary import HEAVY_WAIT_H, LONG_LIMIT_MIN, LOW_WAIT_H
 
 WEEKDAYS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
 TRACE_COLORS = ("#1f77b4", "#e66100")  # the trace, the reference
 
 
-def trace_figures(jobs: pd.DataFrame, *, label: str, reference: pd.DataFrame | None = None,
-                  reference_label: str = "reference") -> dict:
-    """{"trace_overview": Figure}: six distributions (submits by hour and weekday, node-count
-    mix, limits, waits, runtime / limit) above three series over time (busy nodes, queue
-    length, mean wait of long jobs per day)."""
-    return {"trace_overview": _overview(jobs, label, reference, reference_label)}
-
-
-def plot_trace(jobs: pd.DataFrame, out: str | Path, *, label: str,
-               reference: pd.DataFrame | None = None,
-               reference_label: str = "reference") -> tuple[Path, Path]:
-    """The overview written to ``out`` (a path stem; .png and .pdf are added)."""
-    fig = trace_figures(jobs, label=label, reference=reference,
-                        reference_label=reference_label)["trace_overview"]
-    return save(fig, out)
+def trace_figures(traces: list[tuple[str, dict]]) -> dict:
+    """{"trace_overview": Figure} of ``traces``: (name, mirage.traces.summary.overview) of the
+    trace, then of an optional reference. Six distributions (submits by hour and weekday,
+    node-count mix, limits, waits, runtime / limit) above three series over time (busy nodes,
+    queue length, mean wait of long jobs per day)."""
+    return {"trace_overview": _overview(traces)}
 
 
 @styled
-def _overview(jobs, label, reference, reference_label):
+def _overview(traces):
     import matplotlib.pyplot as plt
 
-    traces = [(label, jobs)] + ([(reference_label, reference)] if reference is not None else [])
     fig = plt.figure(figsize=(DOUBLE_W, 8.6))
     top, bottom = fig.subfigures(2, 1, height_ratios=[1.0, 1.15])
     dist = top.subplots(2, 3)
     series = bottom.subplots(3, 1, sharex=True)
     width = 0.8 / len(traces)
-    for n, ((name, df), color) in enumerate(zip(traces, TRACE_COLORS)):
-        prof = trace_summary(df)
+    for n, ((name, view), color) in enumerate(zip(traces, TRACE_COLORS)):
+        prof = view["summary"]
         kw = dict(color=color, label=name)
         dist[0, 0].plot(range(24), np.array(prof["hour_shares"]) * 100, marker="o", ms=2.5, **kw)
         dist[0, 1].plot(WEEKDAYS, np.array(prof["weekday_shares"]) * 100, marker="o", ms=2.5, **kw)
@@ -57,22 +44,19 @@ def _overview(jobs, label, reference, reference_label):
         dist[0, 2].bar(np.arange(len(mix)) + offset, np.array(list(mix.values())) * 100,
                        width=width, **kw)
         dist[0, 2].set_xticks(range(len(mix)), list(mix))
-        _cdf(dist[1, 0], df["time_limit_min"].to_numpy(float) / 60, **kw)
-        wait_h = (df["start"] - df["submit"]).dt.total_seconds().to_numpy() / 3600
-        _cdf(dist[1, 1], np.maximum(wait_h, 1 / 60), **kw)
-        ratio = np.clip((df["end"] - df["start"]).dt.total_seconds().to_numpy() / 60
-                        / df["time_limit_min"].to_numpy(float), 0, 1)
-        dist[1, 2].hist(ratio, bins=20, range=(0, 1), density=True, histtype="step", lw=1.3, **kw)
+        _cdf(dist[1, 0], view["limit_h"], **kw)
+        _cdf(dist[1, 1], np.maximum(view["wait_h"], 1 / 60), **kw)
+        dist[1, 2].hist(view["ratio"], bins=20, range=(0, 1), density=True, histtype="step",
+                        lw=1.3, **kw)
 
-        t0, t1 = df["submit"].min().floor("D"), df["submit"].max().floor("D") + pd.Timedelta("1D")
         # dates, not days since the start: two traces of one cluster line up in time
-        for ax, level in ((series[0], busy_nodes(df, t0, t1)), (series[1], queued_jobs(df, t0, t1))):
+        for ax, level in ((series[0], view["busy"]), (series[1], view["queued"])):
             hourly = level.resample("h").mean()
             ax.plot(hourly.index, hourly.to_numpy(), color=color, lw=0.5, alpha=0.45)
             daily = level.resample("D").mean()
             ax.plot(daily.index + pd.Timedelta("12h"), daily.to_numpy(), lw=1.3,
                     label=f"{name} (daily mean)" if ax is series[0] else None, color=color)
-        daily = _daily_long_wait(df)
+        daily = view["daily_long_wait"]
         series[2].plot(daily.index + pd.Timedelta("12h"), np.maximum(daily.to_numpy(), 0.01),
                        marker="o", ms=2, lw=1.1, color=color)
 
@@ -106,9 +90,8 @@ def _overview(jobs, label, reference, reference_label):
     dist[1, 2].set_xlabel("ratio")
     if len(traces) > 1:
         dist[0, 0].legend()
-    spans = [(df["submit"].max() - df["submit"].min()) / pd.Timedelta("1D") for _, df in traces]
-    date_axis(series[2], max(spans))
-    fig.suptitle(f"Trace summary: {label}" + (f" vs {reference_label}" if reference is not None else ""))
+    date_axis(series[2], max(view["span_days"] for _, view in traces))
+    fig.suptitle("Trace summary: " + " vs ".join(name for name, _ in traces))
     return fig
 
 
@@ -116,9 +99,3 @@ def _cdf(ax, values, **kw):
     v = np.sort(np.asarray(values, dtype=float))
     if len(v):
         ax.step(v, np.arange(1, len(v) + 1) / len(v), where="post", lw=1.2, **kw)
-
-
-def _daily_long_wait(df: pd.DataFrame) -> pd.Series:
-    long = df[df["time_limit_min"] >= LONG_LIMIT_MIN]
-    wait_h = (long["start"] - long["submit"]).dt.total_seconds() / 3600
-    return wait_h.groupby(long["submit"].dt.floor("D")).mean()

@@ -16,7 +16,7 @@ replayed in :mod:`mirage.sim`, compared job by job.
    an empty cluster) and, for every probe, leaves it out, warm-starts from the recorded state at
    its submit and inserts it (a what-if); per job: real vs simulated start.
 
-``mirage bench slurm-sim`` (:mod:`mirage.figures.simcheck`) runs the four steps and draws the
+``mirage bench slurm-sim`` (:mod:`mirage.bench.slurm_sim`) runs the four steps and draws the
 figure; ``tests/live/test_simcheck_on_slurm.py`` runs a small version.
 """
 

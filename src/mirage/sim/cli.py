@@ -1,7 +1,7 @@
-"""Command line of the simulator: ``mirage sim fidelity|replay|whatif|synth|calibrate`` and ``mirage bench sim``.
+"""Command line of the simulator: ``mirage sim fidelity|replay|whatif|synth|calibrate``.
 
-``register(subparsers)`` and ``register_bench(bench_subparsers)`` are wired into
-``mirage.cli``; each command stores its handler in ``func``.
+``register(subparsers)`` is wired into ``mirage.cli`` (``mirage bench sim``: mirage.bench.sim);
+each command stores its handler in ``func``.
 """
 
 from __future__ import annotations
@@ -112,30 +112,6 @@ def _whatif(args) -> None:
     else:
         print(f"a {args.nodes}-node job of {args.limit_min} min submitted at {to_timestamp(t)} "
               f"starts at {to_timestamp(start)} (wait {(start - t) / 3600:.2f} h)")
-
-
-def _bench(args) -> None:
-    from .bench import run_bench
-    from .io import load_table
-
-    trace = args.trace or _default_trace()
-    table = load_table(trace, args.cluster)
-    res = run_bench(table, _cluster(args), queries=args.queries, seed=args.seed)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(res, indent=2))
-        print(f"-> {args.out}")
-
-
-def _default_trace() -> str:
-    """The real ls6 trace this checkout ships (data/traces/)."""
-    from mirage.errors import FetchError
-    from mirage.traces.fetch import bundled_trace
-
-    try:
-        return bundled_trace("ls6", Path(__file__).resolve().parents[3])
-    except FetchError as e:
-        raise MirageError(f"no trace given, and {e}. Or pass --trace PATH") from None
 
 
 def _common(p: argparse.ArgumentParser, trace_positional: bool = True) -> None:
@@ -297,19 +273,6 @@ def register(subparsers) -> None:
     y.set_defaults(func=_synth)
 
 
-def register_bench(bench_subparsers) -> None:
-    """Add ``mirage bench sim``."""
-    b = bench_subparsers.add_parser("sim", help="simulator speed: replay, what-if, sweep")
-    b.add_argument("--trace", help="trace (default: the real ls6 trace in data/traces/)")
-    b.add_argument("--cluster", default="ls6")
-    b.add_argument("--cluster-file", help="cluster description YAML (default: config/clusters/<cluster>.yaml)")
-    b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)
-    b.add_argument("--queries", type=int, default=200)
-    b.add_argument("--seed", type=int, default=0)
-    b.add_argument("--out", help="also write the figures as JSON")
-    b.set_defaults(func=_bench)
-
-
 def main(argv=None) -> int:
     """Stand-alone entry (``python -m mirage.sim.cli``) for use before the main CLI wires it."""
     import sys
@@ -317,8 +280,6 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="mirage")
     sub = p.add_subparsers(dest="command", required=True)
     register(sub)
-    bench = sub.add_parser("bench")
-    register_bench(bench.add_subparsers(dest="bench_command", required=True))
     args = p.parse_args(argv)
     try:
         args.func(args)

@@ -1,7 +1,8 @@
 """Comparable statistics of a job trace, and the differences between two traces.
 
-Used to check the synthetic generator against a real trace (tests) and for figures. All
-statistics are plain floats, lists or dicts so a summary serialises to JSON as it is.
+Used to check the synthetic generator against a real trace (tests) and for figures
+(``overview``: what the trace figure, mirage.figures.traces, draws). All statistics of
+``trace_summary`` are plain floats, lists or dicts so a summary serialises to JSON as it is.
 
 Arrival, mix and wait statistics cover jobs *submitted* in the window; busy nodes count every
 job *running* in the window, whenever it was submitted.
@@ -56,6 +57,32 @@ def trace_summary(df: pd.DataFrame, start=None, end=None) -> dict:
         "max_running_per_user": _max_running_per_user(df),
         "users": int(win["user"].nunique()),
     }
+
+
+def overview(df: pd.DataFrame) -> dict:
+    """What the trace overview figure draws of a clean job table: its ``summary``
+    (trace_summary), per job the ``limit_h``, ``wait_h`` and ``ratio`` (runtime / limit, in
+    [0, 1]), the ``busy`` nodes and ``queued`` jobs every 10 minutes from the first submit's day
+    to the day after the last, the ``daily_long_wait`` (mean wait in hours of the jobs with a
+    limit of at least LONG_LIMIT_MIN, per submit day) and the ``span_days`` of the submits."""
+    t0, t1 = df["submit"].min().floor("D"), df["submit"].max().floor("D") + pd.Timedelta("1D")
+    run_min = (df["end"] - df["start"]).dt.total_seconds().to_numpy() / 60
+    return {
+        "summary": trace_summary(df),
+        "limit_h": df["time_limit_min"].to_numpy(float) / 60,
+        "wait_h": (df["start"] - df["submit"]).dt.total_seconds().to_numpy() / 3600,
+        "ratio": np.clip(run_min / df["time_limit_min"].to_numpy(float), 0, 1),
+        "busy": busy_nodes(df, t0, t1),
+        "queued": queued_jobs(df, t0, t1),
+        "daily_long_wait": _daily_long_wait(df),
+        "span_days": (df["submit"].max() - df["submit"].min()) / pd.Timedelta("1D"),
+    }
+
+
+def _daily_long_wait(df: pd.DataFrame) -> pd.Series:
+    long = df[df["time_limit_min"] >= LONG_LIMIT_MIN]
+    wait_h = (long["start"] - long["submit"]).dt.total_seconds() / 3600
+    return wait_h.groupby(long["submit"].dt.floor("D")).mean()
 
 
 def compare_summaries(a: dict, b: dict) -> dict:
@@ -127,9 +154,7 @@ def _level(on: pd.Series, off: pd.Series, weight: np.ndarray, t0, t1) -> pd.Seri
 
 def _load_days(win: pd.DataFrame) -> dict[str, float]:
     """Share of days whose long jobs waited on average <= 2 h (low), 2-12 h, > 12 h (heavy)."""
-    long = win[win["time_limit_min"] >= LONG_LIMIT_MIN]
-    wait_h = (long["start"] - long["submit"]).dt.total_seconds() / 3600
-    daily = wait_h.groupby(long["submit"].dt.floor("D")).mean()
+    daily = _daily_long_wait(win)
     if daily.empty:
         return {"low": float("nan"), "medium": float("nan"), "heavy": float("nan")}
     low = float(np.mean(daily <= LOW_WAIT_H))

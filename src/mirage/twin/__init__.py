@@ -9,6 +9,5 @@ forward in many drawn futures.
 - :mod:`mirage.twin.tune`: ``twin_tuned``'s settings chosen on the training samples;
 - :mod:`mirage.twin.decide`: the workflow's step (rule decide_twin): fit, tune, replay, save;
 - :mod:`mirage.twin.cli`: its command, ``mirage samples twin``;
-- :mod:`mirage.twin.bench`: its benchmarks (``mirage bench twin|twin-runtimes|twin-arrivals``);
 - :mod:`mirage.twin.live`: the twin fitted for the live provisioner (``load_twin``).
 """

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from mirage.cli import main
-from mirage.policies.bench import bench_fit, fitted_names
+from mirage.bench.fit import bench_fit, fitted_names
 
 
 def test_bench_fit_times_every_policy_as_the_workflow_fits_it(synth, tmp_path, capsys):

@@ -6,14 +6,18 @@ All timings are wall-clock on one core, single process.
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
+from pathlib import Path
 
 import numpy as np
 
-from .jobs import JobTable, to_seconds, to_timestamp
-from .cluster import ClusterDescription, compat_cluster
-from .warmstart import get_static, warm_start
-from .whatif import sweep_successor, what_if
+from mirage.errors import FetchError, MirageError
+from mirage.sim.cluster import ClusterDescription, compat_cluster, load_cluster
+from mirage.sim.jobs import JobTable, to_seconds, to_timestamp
+from mirage.sim.warmstart import get_static, warm_start
+from mirage.sim.whatif import sweep_successor, what_if
 
 DAY = 86400
 
@@ -101,3 +105,43 @@ def run_bench(table: JobTable, cluster: ClusterDescription, *, queries: int = 20
         secs = [r["seconds"] for r in res["sweep"]]
         echo(f"predecessor sweep: median {np.median(secs):.2f} s, max {max(secs):.2f} s")
     return res
+
+
+def _cluster(args) -> ClusterDescription:
+    if args.compat:
+        return compat_cluster(args.cluster)
+    return load_cluster(args.cluster, args.cluster_file)
+
+
+def _default_trace() -> str:
+    """The real ls6 trace this checkout ships (data/traces/)."""
+    from mirage.traces.fetch import bundled_trace
+
+    try:
+        return bundled_trace("ls6", Path(__file__).resolve().parents[3])
+    except FetchError as e:
+        raise MirageError(f"no trace given, and {e}. Or pass --trace PATH") from None
+
+
+def _bench(args) -> None:
+    from mirage.sim.io import load_table
+
+    table = load_table(args.trace or _default_trace(), args.cluster)
+    res = run_bench(table, _cluster(args), queries=args.queries, seed=args.seed)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(res, indent=2))
+        print(f"-> {args.out}")
+
+
+def register_bench(bench_subparsers) -> None:
+    """Add ``mirage bench sim``."""
+    b = bench_subparsers.add_parser("sim", help="simulator speed: replay, what-if, sweep")
+    b.add_argument("--trace", help="trace (default: the real ls6 trace in data/traces/)")
+    b.add_argument("--cluster", default="ls6")
+    b.add_argument("--cluster-file", help="cluster description YAML (default: config/clusters/<cluster>.yaml)")
+    b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)
+    b.add_argument("--queries", type=int, default=200)
+    b.add_argument("--seed", type=int, default=0)
+    b.add_argument("--out", help="also write the figures as JSON")
+    b.set_defaults(func=_bench)
