@@ -1,4 +1,5 @@
-"""The event-driven Slurm model: event loop, main scheduler, backfill.
+"""The event-driven Slurm model: event loop, main scheduler; the backfill pass is the
+description's strategy (``mirage.sim.backfill``), run by the event loop.
 
 Time jumps from event to event (a job ends, a capacity change, a submit, a pinned start, a
 deferred backfill pass); the schedulers run only after something changed, because nothing else
@@ -12,26 +13,28 @@ which numpy cannot batch; see docs/sim.md for the measurements.
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
-from operator import itemgetter
+from bisect import insort
+from operator import attrgetter, itemgetter
 from typing import NamedTuple
 
 import numpy as np
 
-from .freenodes import INF, free_profile
+from .backfill import strategy_for
+from .freenodes import INF
 from .jobs import NO_DEP, JobTable, SimInputError
 from .cluster import ClusterDescription
+from .records import R_DEP, R_JID, R_LIMIT, R_NODES, R_RUN, R_STATIC, R_SUBMIT, R_USER
 from .state import SimState, Snapshot
 
 #: an inserted job without a user belongs to this pseudo user (the service being provisioned)
 SERVICE_USER = -2
 
-# Pending records are tuples, sorted ascending, so the highest priority comes first:
-#   (negkey, submit, jid, nodes, limit, run, user, dep, static)
-# negkey = -(static - w_age * submit / max_age): the order of jobs by Slurm priority does not
-# change with time while no job's age has reached max_age, so the queue stays sorted by insort.
-R_NEGKEY, R_SUBMIT, R_JID, R_NODES, R_LIMIT, R_RUN, R_USER, R_DEP, R_STATIC = range(9)
 _SUBMIT_OF = itemgetter(R_SUBMIT)
+#: the SimState fields a simulator holds as they are (numbers, flags, the frozen exclude set),
+#: in the order ``Simulator._restore`` assigns them; the other fields are containers, copied
+#: between the state's tuples and the simulator's lists/dicts
+_SCALARS_OF = attrgetter("now", "nxt", "npin", "ncap", "cap", "used", "next_jid", "bf_dirty",
+                         "last_bf", "next_bf", "dirty", "exclude")
 
 
 class PriorityTerms(NamedTuple):
@@ -95,12 +98,13 @@ class _Static:
                                else float(np.median(table.tprio)) if n else 0.0)
         bf = cluster.backfill
         self.bf_mode = bf.mode
+        #: the backfill algorithm (mirage.sim.backfill); its passes are run by the event loop
+        self.backfill = strategy_for(bf)
         self.bf_interval = int(bf.interval_s)
         self.bf_window = int(bf.window_min) * 60
         self.bf_res = max(1, int(bf.resolution_s))
         self.bf_max_test = int(bf.max_job_test)
         self.bf_whole = bool(bf.whole_node)
-        self.bf_node = bf.planner == "slurm"
         self.integer = bool(cluster.priority.integer)
         self.calc_period = int(cluster.priority.calc_period_s)
         self.calc_phase = int(cluster.priority.calc_phase_s)
@@ -138,12 +142,9 @@ class Simulator:
 
     # ------------------------------------------------------------------ state
     def _restore(self, st: SimState) -> None:
-        self.now = st.now
-        self.nxt = st.nxt
-        self.npin = st.npin
-        self.ncap = st.ncap
-        self.cap = st.cap
-        self.used = st.used
+        # one assignment: a loop of setattr would cost every fork and what-if a few microseconds
+        (self.now, self.nxt, self.npin, self.ncap, self.cap, self.used, self.next_jid,
+         self.bf_dirty, self.last_bf, self.next_bf, self.dirty, self.exclude) = _SCALARS_OF(st)
         self.pending = list(st.pending)
         self.running = list(st.running)
         self.ujobs = dict(st.ujobs)
@@ -152,12 +153,6 @@ class Simulator:
         self.inserted = list(st.inserted)
         self.extra = dict(st.extra)
         self.starts = dict(st.starts)
-        self.next_jid = st.next_jid
-        self.bf_dirty = st.bf_dirty
-        self.last_bf = st.last_bf
-        self.next_bf = st.next_bf
-        self.dirty = st.dirty
-        self.exclude = st.exclude
         self.pins = list(st.pins)
 
     def snapshot(self) -> Snapshot:
@@ -337,8 +332,8 @@ class Simulator:
         recorded at second ``t`` happened later within it, as a rule), on what changed before.
         True if ``stop_jid`` started."""
         s = self.s
-        if (not self.bf_dirty or not self.pending or self.cap - self.used <= 0 or s.bf_mode == "none"
-                or self.last_bf + s.bf_interval > t):
+        if (not self.bf_dirty or not self.pending or self.cap - self.used <= 0
+                or not s.backfill.passes or self.last_bf + s.bf_interval > t):
             return False
         if self.next_bf <= t:
             self.next_bf = INF
@@ -531,7 +526,7 @@ class Simulator:
             self._main_pass()
         if self.next_bf <= now:
             self.next_bf = INF
-        if s.bf_mode == "none" or not self.bf_dirty or not self.pending or self.cap - self.used <= 0:
+        if not s.backfill.passes or not self.bf_dirty or not self.pending or self.cap - self.used <= 0:
             return
         due = self.last_bf + s.bf_interval
         if s.bf_aligned:
@@ -597,340 +592,9 @@ class Simulator:
             self._dp -= sum(hash(r) for r in started if r[R_JID] != probe)
 
     def _backfill_pass(self) -> None:
-        """One backfill pass at ``now``: reservations on a free-nodes profile over the window.
-
-        Conservative: every tested job gets a reservation; EASY: only the first job that cannot
-        start now. Job ends are the limit-based expected ends rounded up to ``bf_resolution``,
-        as Slurm plans with limits, not with the (unknown) real runtimes.
-        """
-        s = self.s
-        if s.bf_node:
-            self._backfill_pass_node()
-            return
-        now = self.now
-        res = s.bf_res
-        horizon = now + s.bf_window
-        conservative = s.bf_mode == "conservative"
-        times, frees = free_profile(self, horizon)
-        started = []
-        tested = 0
-        reserved_one = False
-        live, ujobs, unodes = self.live, self.ujobs, self.unodes
-        umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
-        # without any per-user limit a job is held only by a dependency
-        limits = s.user_limits
-        max_test = s.bf_max_test
-        whole = s.bf_whole
-        exact = s.bf_exact
-        lres, lplus = s.bf_lres, s.bf_lplus
-        # (nodes, rounded limit) -> earliest start found for that shape in this pass, -1: none in
-        # the window. The profile only loses free nodes during a pass, so a later job of the
-        # same shape cannot fit earlier: its search starts there (or is skipped).
-        shape_at: dict = {}
-        # The pass only matters through the jobs it starts now. ``wit`` is the position of a job
-        # ahead that could still start now (a witness); a job held now stays held through the
-        # pass. Once no witness is left, the rest of
-        # the pass could only place reservations, which nothing keeps: it stops there.
-        # neg[nodes]: the smallest limit known unable to start now (a job at least as large and
-        # as long cannot either). A list: only a job that fits in the nodes free now can be a
-        # witness, and frees[0] only falls during the pass.
-        neg = [INF] * (frees[0] + 1)
-        order = self._ordered()
-        nord = len(order)
-        i = 0
-        scan = 0  # the witness search resumes here (every job before it is no witness)
-        wit = -1
-        # now + the witness's rounded limit: a reservation from then on takes no node the
-        # witness needs, so it can still start now without checking
-        wend = now
-        while i < nord:
-            if wit < i:
-                wit = self._find_witness(order, scan if scan > i else i, times, frees, neg)
-                if wit < 0:
-                    break
-                scan = wit
-                wend = now + -(-order[wit][R_LIMIT] // lres) * lres + lplus
-            r = order[i]
-            i += 1
-            if tested >= max_test:
-                break
-            n = r[R_NODES]
-            # _blocked(r, n), inline
-            dep = r[R_DEP]
-            if dep >= 0 and dep in live:
-                continue
-            if limits:
-                u = r[R_USER]
-                if ujobs.get(u, 0) >= umax.get(u, mj) or unodes.get(u, 0) + n > mn:
-                    continue
-            tested += 1
-            lim = -(-r[R_LIMIT] // lres) * lres + lplus
-            # earliest_fit(times, frees, n, lim, k), inline, searching from where this pass last
-            # placed the same shape
-            shape = (n, lim)
-            prev = shape_at.get(shape)
-            if prev is None:
-                k = 0
-            elif prev < 0:
-                continue  # cannot start within the window: Slurm sets no reservation
-            else:
-                k = bisect_left(times, prev)
-            nt = len(times)
-            while k < nt:
-                if frees[k] < n:
-                    k += 1
-                    continue
-                tend = times[k] + lim
-                j = k + 1
-                while j < nt and times[j] < tend:
-                    if frees[j] < n:
-                        break
-                    j += 1
-                else:
-                    break  # n nodes free from step k for lim seconds
-                k = j + 1
-            else:
-                shape_at[shape] = -1
-                continue
-            t0 = times[k]
-            shape_at[shape] = t0
-            if t0 == now:
-                self._start(r)
-                started.append(r)
-            elif not conservative and reserved_one:
-                continue
-            else:
-                reserved_one = True
-            # reserve(times, frees, k, n, t0 + lim, horizon), inline
-            rs = t0
-            if exact and t0 > now:
-                # sched/backfill's reservation: [start, start + limit), both rounded down
-                rs = t0 - t0 % res
-                t1 = t0 + r[R_LIMIT]
-                t1 -= t1 % res
-                if rs <= now:
-                    rs, k = now, 0
-                else:
-                    k = bisect_left(times, rs)
-                    if k == len(times) or times[k] != rs:
-                        times.insert(k, rs)
-                        frees.insert(k, frees[k - 1])
-                nt = len(times)
-                if t1 <= rs:
-                    t1 = rs  # shorter than the resolution: an empty reservation
-            else:
-                t1 = t0 + lim
-            if t1 < horizon:
-                b = bisect_left(times, t1, k + 1)
-                if b == nt or times[b] != t1:
-                    times.insert(b, t1)
-                    frees.insert(b, frees[b - 1])
-            else:
-                b = nt
-            if whole and t0 > now:
-                # Slurm reserves the whole node for a job planned for later
-                for x in range(k, b):
-                    frees[x] = 0
-            else:
-                for x in range(k, b):
-                    frees[x] -= n
-            if frees[0] <= 0:
-                # nothing else can start now; later reservations would only shape this pass
-                break
-            if (wit >= i and rs < wend
-                    and not self._witness_still_fits(order[wit], times, frees, neg)):
-                wit = -1
-        if self._track:
-            # read: order[:i] and the witnesses found (each the last of a search's reads, and
-            # ``scan`` the last found); a search that found none read the rest of the queue only
-            # for whether some job there could start now, which does not depend on their order
-            self._fol.read(order, max(i, scan + 1))
-        if started:
-            self._remove(started)
-
-    def _backfill_pass_node(self) -> None:
-        """One backfill pass as sched/backfill 22.05 plans a partition of ONE node (``planner:
-        slurm``; the simulated "nodes" are its CPUs; plugins/sched/backfill/backfill.c and
-        select/cons_common's will-run test):
-
-        * the plan (node_space) holds whole-node reservations on the ``bf_resolution`` grid, from
-          the pass's start rounded down to its window's end;
-        * a tested job first looks at the window [start_res, start_res + limit] (start_res = now
-          at first): a reservation touching it makes the node unavailable, and the test retries
-          from the end of the first reservation after which the node is free again (later_start);
-        * where the node is available, the will-run test finds its start from the RUNNING jobs
-          only (CPU counts, limit-based ends, removed in batches on a 30 s barrier with a window
-          that doubles: the start is the last end of the batch that makes room); the plan's
-          reservations are not in that test;
-        * the job starts now if that start is now; otherwise its reservation is [start, start +
-          limit] with both ends rounded down, unless it overlaps a reservation already made
-          (then the test retries from that start).
-
-        So a job planned to start when a running job ends can take a reservation whose real
-        window runs into a later reservation, as long as the rounded windows do not overlap; the
-        profile planner (the default) finds the earliest window that fits everything."""
-        s = self.s
-        now = self.now
-        res = s.bf_res
-        b0 = now - now % res
-        wend = now + s.bf_window
-        wend -= wend % res
-        if wend <= b0:
-            wend = b0 + res
-        # slot k is [bt[k], bt[k + 1]); free[k]: the node is not reserved then
-        bt = [b0, wend]
-        free = [True]
-        started = []
-        tested = 0
-        order = self._ordered()
-        for r in order:
-            if tested >= s.bf_max_test:
-                break
-            n = r[R_NODES]
-            if self._blocked(r, n):
-                continue
-            tested += 1
-            lim = r[R_LIMIT]
-            start_res = now
-            while True:
-                end_time = (start_res if start_res > now else now) + lim
-                avail = True
-                later = 0
-                nsl = len(free)
-                for k in range(nsl):
-                    e = bt[k + 1]
-                    if later == 0 and e > start_res and k + 1 < nsl and free[k + 1] and not (avail and free[k]):
-                        later = e  # the node comes free again at the end of this slot
-                    if e <= start_res:
-                        continue
-                    if bt[k] <= end_time:
-                        avail = avail and free[k]
-                    else:
-                        break
-                if not avail:
-                    if later:
-                        start_res = later
-                        continue
-                    break  # never within the window: no reservation
-                st = self._will_run(n)
-                if st < start_res:
-                    st = start_res
-                if st <= now:
-                    self._start(r)
-                    started.append(r)
-                    break
-                if later and st > later:
-                    start_res = later
-                    continue
-                if st > now + s.bf_window:
-                    break
-                rs = st - st % res
-                re_ = st + lim
-                re_ -= re_ % res
-                if any(bt[k + 1] > rs and bt[k] < re_ and not free[k] for k in range(len(free))):
-                    start_res = st  # overlaps a reservation made before: try from there
-                    continue
-                _reserve_node(bt, free, max(rs, b0), max(re_, rs + res))
-                break
-        if self._track:
-            self._fol.read(order, len(order))
-        if started:
-            self._remove(started)
-
-    def _will_run(self, n: int) -> int:
-        """select/cons_common's will-run test for ``n`` CPUs on the one node: now if they are free,
-        else the running jobs (limit-based ends) are taken off in batches: the first end aligned up
-        to a 30 s barrier, every job ending within the window after it removed with it, the window
-        doubling after each batch; the start is the last end of the batch that makes room (INF if
-        none does)."""
-        now = self.now
-        fr = self.cap - self.used
-        if fr >= n:
-            return now
-        ends = sorted((exp, m) for _, _, m, _, exp in self.running)
-        window = 30
-        barrier = 0
-        i, nj = 0, len(ends)
-        while i < nj:
-            while True:
-                exp, m = ends[i]
-                if not barrier:
-                    barrier = exp + (window - exp % window)
-                last = exp
-                fr += m
-                i += 1
-                if i == nj or ends[i][0] > barrier + window:
-                    break
-            window *= 2
-            while i < nj and ends[i][0] > barrier + window:
-                window *= 2
-            if fr >= n:
-                return last if last > now else now + 1
-        return INF
-
-    def _find_witness(self, order: list, q: int, times: list, frees: list, neg: list) -> int:
-        """The position, from ``q`` on, of the first job in ``order`` that could start now (not
-        held, and its nodes free now for its rounded limit), or -1. Each job found unable to
-        start now is noted in ``neg``."""
-        s = self.s
-        now, lres, lplus = self.now, s.bf_lres, s.bf_lplus
-        live, ujobs, unodes = self.live, self.ujobs, self.unodes
-        umax, mj, mn = s.user_max_jobs, s.max_jobs, s.max_nodes
-        limits = s.user_limits
-        nord = len(order)
-        nt = len(times)
-        f0 = frees[0]
-        while q < nord:
-            r = order[q]
-            n = r[R_NODES]
-            if n <= f0:
-                L = r[R_LIMIT]
-                if L < neg[n]:
-                    dep = r[R_DEP]
-                    if not ((dep >= 0 and dep in live)
-                            or (limits and (ujobs.get(r[R_USER], 0) >= umax.get(r[R_USER], mj)
-                                            or unodes.get(r[R_USER], 0) + n > mn))):
-                        # _fits_now(times, frees, now, n, rounded L), inline (frees[0] >= n)
-                        tend = now + -(-L // lres) * lres + lplus
-                        j = 1
-                        while j < nt and times[j] < tend:
-                            if frees[j] < n:
-                                break
-                            j += 1
-                        else:
-                            return q
-                        neg[n] = L
-            q += 1
-        return -1
-
-    def _witness_still_fits(self, rw: tuple, times: list, frees: list, neg: list) -> bool:
-        """Whether the witness ``rw`` can still start now after a reservation took nodes from the
-        profile; if not, it is noted in ``neg``."""
-        lres, lplus = self.s.bf_lres, self.s.bf_lplus
-        wn, wl = rw[R_NODES], rw[R_LIMIT]
-        if _fits_now(times, frees, self.now, wn, -(-wl // lres) * lres + lplus):
-            return True
-        if wl < neg[wn]:
-            neg[wn] = wl
-        return False
-
-
-def _reserve_node(bt: list, free: list, a: int, b: int) -> None:
-    """Mark the plan's node reserved over [a, b) (both on the resolution grid), splitting the
-    slots at a and b; nothing past the plan's end."""
-    end = bt[-1]
-    if b > end:
-        b = end
-    if a >= b:
-        return
-    for t in (a, b):
-        k = bisect_left(bt, t)
-        if k < len(bt) and bt[k] == t:
-            continue
-        bt.insert(k, t)
-        free.insert(k - 1, free[k - 1])
-    for k in range(bisect_left(bt, a), bisect_left(bt, b)):
-        free[k] = False
+        """One backfill pass at ``now``, as the description's strategy (``mirage.sim.backfill``)
+        does it."""
+        self.s.backfill.run(self)
 
 
 def _floor(x: float) -> int:
@@ -941,17 +605,3 @@ def _floor(x: float) -> int:
 
 def _first3(k: tuple):
     return k[0], k[1], k[2]
-
-
-def _fits_now(times: list, frees: list, now: int, n: int, lim: int) -> bool:
-    """Whether ``n`` nodes of the free-nodes profile stay free from ``now`` (its first step) for
-    ``lim`` seconds."""
-    if frees[0] < n:
-        return False
-    tend = now + lim
-    j, nt = 1, len(times)
-    while j < nt and times[j] < tend:
-        if frees[j] < n:
-            return False
-        j += 1
-    return True

@@ -1,7 +1,7 @@
-"""The free-nodes profile Slurm's planner works on, and the two operations on it.
+"""The free-nodes profile Slurm's planner works on, and the operations on it.
 
 A profile is two parallel lists: ``frees[k]`` nodes are free from ``times[k]`` until
-``times[k+1]`` (the last step lasts forever). The backfill pass (``engine``) and the
+``times[k+1]`` (the last step lasts forever). The backfill strategies (``backfill``) and the
 ``--test-only`` estimate (``plan``) both build it from the running jobs' limit-based ends and
 the capacity schedule, search it for the earliest fit of a job and take a job's nodes out of it.
 """
@@ -60,6 +60,20 @@ def earliest_fit(times: list[int], frees: list[int], n: int, lim: int, k: int = 
             return k
         k = j + 1
     return -1
+
+
+def fits_now(times: list[int], frees: list[int], now: int, n: int, lim: int) -> bool:
+    """Whether ``n`` nodes of the profile stay free from ``now`` (its first step) for ``lim``
+    seconds."""
+    if frees[0] < n:
+        return False
+    tend = now + lim
+    j, nt = 1, len(times)
+    while j < nt and times[j] < tend:
+        if frees[j] < n:
+            return False
+        j += 1
+    return True
 
 
 def reserve(times: list[int], frees: list[int], k: int, n: int, t1: int,
