@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage import options
 from mirage.errors import MirageError
 from mirage.evaluate.metrics import (  # noqa: F401  (BASELINES: part of this module's API)
     ALL, BASELINES, MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED, level_tradeoff, paired_difference,
@@ -195,6 +196,5 @@ def register(sub) -> None:
     p.add_argument("--clusters", nargs="+", required=True)
     p.add_argument("--labels", default="{}", help="JSON: cluster -> label")
     p.add_argument("--out", required=True)
-    p.add_argument("--seed", type=int, default=0,
-                   help="seed of the bootstrap intervals (the config's seed)")
+    options.add_seed(p, "seed of the bootstrap intervals (the config's seed)")
     p.set_defaults(func=_report)

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage import options
 from mirage.errors import MirageError
 
 #: issue 13's budget for one fit on 2 cores, marked in the table
@@ -125,8 +126,8 @@ def register_bench(bsub) -> None:
     b.add_argument("--config", required=True, help="the run's config (over config/defaults.yaml): "
                    "seed, costs and policies.params")
     b.add_argument("--policies", nargs="*", help="default: the config's policies.names")
-    b.add_argument("--chain-nodes", type=int, nargs="+", default=[1, 8])
-    b.add_argument("--device", default="cpu")
+    options.add_chain_nodes(b, many=True, default=[1, 8])
+    options.add_device(b)
     b.add_argument("--budget-s", type=float, default=BUDGET_S,
                    help="mark fits longer than this (default 300 s)")
     b.add_argument("--out-dir", help="keep the fitted models here (default: a temporary directory)")

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mirage import options
 from mirage.traces.fetch import bundled_trace
 
 LS6_WINDOWS = {"train": ("2022-11-01", "2023-02-28"), "validation": ("2023-03-01", "2023-03-31")}
@@ -84,7 +85,7 @@ def register_bench(bsub) -> None:
                    "windows)")
     b.add_argument("--cluster", default="ls6")
     b.add_argument("--every-hours", type=float, default=4.0)
-    b.add_argument("--chain-nodes", type=int, nargs="+", default=[1, 8])
+    options.add_chain_nodes(b, many=True, default=[1, 8])
     b.add_argument("--workers", type=int, default=2)
     b.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
     b.add_argument("--train", nargs="*", default=["dqn", "pg"], help="policies whose training is timed")

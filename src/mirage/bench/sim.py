@@ -13,13 +13,14 @@ from pathlib import Path
 
 import numpy as np
 
+from mirage import options
 from mirage.errors import FetchError, MirageError
 from mirage.sim.cluster import ClusterDescription, compat_cluster, load_cluster
 from mirage.sim.jobs import JobTable, to_seconds, to_timestamp
 from mirage.sim.warmstart import get_static, warm_start
 from mirage.sim.whatif import sweep_successor, what_if
+from mirage.units import DAY_S, HOUR_S
 
-DAY = 86400
 
 
 def bench_replay(table: JobTable, cluster: ClusterDescription, repeat: int = 3) -> dict:
@@ -48,7 +49,7 @@ def bench_whatif(table: JobTable, cluster: ClusterDescription, queries: int = 20
         t0 = time.perf_counter()
         s = what_if(snap, t, nodes, limit_min)
         dts.append(time.perf_counter() - t0)
-        waits.append(np.nan if s is None else (s - t) / 3600)
+        waits.append(np.nan if s is None else (s - t) / HOUR_S)
     dts = np.array(dts)
     waits = np.array(waits)
     loaded = waits > 1.0  # the probe had to queue: the query simulated hours of the cluster
@@ -60,7 +61,7 @@ def bench_whatif(table: JobTable, cluster: ClusterDescription, queries: int = 20
 
 
 def bench_sweep(table: JobTable, cluster: ClusterDescription, pred_submits, nodes: int = 1,
-                limit_min: int = 2880, warmup_s: int = 2 * DAY) -> list[dict]:
+                limit_min: int = 2880, warmup_s: int = 2 * DAY_S) -> list[dict]:
     """One predecessor (``nodes``, 48 h, runs to its limit) per submit time, simulated from a warm
     start ``warmup_s`` earlier; time of answering every 10-minute decision point of its life."""
     out = []
@@ -73,7 +74,7 @@ def bench_sweep(table: JobTable, cluster: ClusterDescription, pred_submits, node
         pts = sweep_successor(base, pj, nodes=nodes, limit_min=limit_min)
         dt = time.perf_counter() - t
         out.append({"pred_submit": str(to_timestamp(ps)), "queries": len(pts), "seconds": dt,
-                    "pred_wait_h": (base.starts.get(pj, ps) - ps) / 3600})
+                    "pred_wait_h": (base.starts.get(pj, ps) - ps) / HOUR_S})
     return out
 
 
@@ -95,7 +96,7 @@ def run_bench(table: JobTable, cluster: ClusterDescription, *, queries: int = 20
     if w["loaded_queries"]:
         echo(f"  of which {w['loaded_queries']} with a probe wait over 1 h: median "
              f"{w['loaded_median_ms']:.2f} ms")
-    lo, hi = int(table.submit.min()) + 2 * DAY, int(table.submit.max()) - 2 * DAY
+    lo, hi = int(table.submit.min()) + 2 * DAY_S, int(table.submit.max()) - 2 * DAY_S
     pts = [s for s in sweeps if lo <= to_seconds(s) <= hi]
     res["sweep"] = bench_sweep(table, cluster, pts)
     for r in res["sweep"]:
@@ -142,6 +143,6 @@ def register_bench(bench_subparsers) -> None:
     b.add_argument("--cluster-file", help="cluster description YAML (default: config/clusters/<cluster>.yaml)")
     b.add_argument("--compat", action="store_true", help=argparse.SUPPRESS)
     b.add_argument("--queries", type=int, default=200)
-    b.add_argument("--seed", type=int, default=0)
+    options.add_seed(b)
     b.add_argument("--out", help="also write the figures as JSON")
     b.set_defaults(func=_bench)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage import options
+
 
 def _run(args, out: Path) -> dict:
     """The report of a new run on the live cluster, or (``--from-run``) of the files in ``out``."""
@@ -70,7 +72,7 @@ def register_bench(bench_subparsers) -> None:
     b.add_argument("--out", required=True, help="directory for cluster.yaml, sacct.txt, per_job.csv, "
                    "report.json, start_scatter.png")
     b.add_argument("--jobs", type=int, default=200)
-    b.add_argument("--seed", type=int, default=0)
+    options.add_seed(b)
     b.add_argument("--span-s", type=int, default=1200, help="submissions spread over this many seconds")
     b.add_argument("--max-limit-min", type=int, default=15)
     b.add_argument("--max-run-s", type=int, default=75)

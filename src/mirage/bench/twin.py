@@ -13,6 +13,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mirage import options
+from mirage.units import HOUR_S
+
 #: where bench_twin scores the twin: the trace's own samples, or worlds drawn from its model
 WORLDS = ("trace", "model", "model-arrivals")
 
@@ -170,7 +173,7 @@ def bench_twin_runtimes(results, *, pools=("user", "bucket", "all"), jobs: int =
         scores = np.empty(len(v))
         for i in range(len(v)):
             drawn = twin.draw_runtimes(draw_rng, [users[i]] * K, [limit[i]] * K, [elapsed[i]] * K)
-            scores[i] = crps((drawn - elapsed[i]) / 3600.0, (run[i] - elapsed[i]) / 3600.0)
+            scores[i] = crps((drawn - elapsed[i]) / HOUR_S, (run[i] - elapsed[i]) / HOUR_S)
         rows.append({"runtime_pool": pool, "jobs": len(v), "K": K, "crps_h": scores.mean(),
                      "crps_node_weighted_h": float(np.average(scores, weights=nodes))})
     return pd.DataFrame(rows)
@@ -213,7 +216,7 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
         if len(sub) == 0:
             raise MirageError(f"{trace}: a split without a job in its window. Fix: rerun the "
                               "split of a trace that has jobs in both windows")
-        return int(sub.min()) // 3600 * 3600, int(sub.max())
+        return int(sub.min()) // HOUR_S * HOUR_S, int(sub.max())
 
     (t_lo, t_hi), (v_lo, v_hi) = window(train), window(val)
     jobs = pd.concat([train, val], ignore_index=True)
@@ -234,12 +237,12 @@ def bench_twin_arrivals(results, *, horizons_h=(6.0, 24.0), step_h: float = 1.0)
     def asked(a, b):  # node-hours submitted in (a, b], vectorised over a, b
         return cum[np.searchsorted(submit, b, side="right")] - cum[np.searchsorted(submit, a, side="right")]
 
-    step = int(round(step_h * 3600))
+    step = int(round(step_h * HOUR_S))
     rows = []
     for H_h in horizons_h:
-        H = int(round(float(H_h) * 3600))
+        H = int(round(float(H_h) * HOUR_S))
         t_train = np.arange(t_lo, t_hi - H + 1, step, dtype=np.int64)
-        t_val = np.arange(v_lo // 3600 * 3600, v_hi - H + 1, step, dtype=np.int64)
+        t_val = np.arange(v_lo // HOUR_S * HOUR_S, v_hi - H + 1, step, dtype=np.int64)
         if len(t_train) == 0 or len(t_val) == 0:
             raise MirageError(f"{trace}: a window shorter than the {H_h:g}-h horizon. Fix: pass "
                               "shorter --horizons")
@@ -296,7 +299,7 @@ def register_twin_bench(bsub) -> None:
                    choices=["user", "bucket", "all"])
     r.add_argument("--jobs", type=int, default=3000, help="validation jobs scored (seeded sample)")
     r.add_argument("-K", type=int, default=64, help="draws per job")
-    r.add_argument("--seed", type=int, default=0)
+    options.add_seed(r)
     r.set_defaults(func=_bench_twin_runtimes)
 
     b = bsub.add_parser("twin", help="the twin policy on a run's validation samples, with the "
@@ -305,12 +308,12 @@ def register_twin_bench(bsub) -> None:
     b.add_argument("--cluster", default="ls6")
     b.add_argument("--cluster-file", help="the cluster description the samples were made with")
     b.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
-    b.add_argument("--chain-nodes", type=int, default=1)
+    options.add_chain_nodes(b, default=1)
     b.add_argument("--rule", nargs="+", default=["quantile"], choices=["quantile", "expected", "plan"])
     b.add_argument("--truth", nargs="+", default=["none", "runtimes", "arrivals", "both"],
                    choices=["none", "runtimes", "arrivals", "both"])
     b.add_argument("-K", type=int, default=16)
-    b.add_argument("--seed", type=int, default=0)
+    options.add_seed(b)
     b.add_argument("--every", type=int, default=1,
                    help="every N-th validation sample in time order (a real trace's 156 per chain "
                         "size take hours on one core)")

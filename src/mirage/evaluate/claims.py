@@ -35,6 +35,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from mirage import options
 from mirage.errors import MirageError
 from mirage.evaluate.expected import check, read_evaluations, read_expected
 from mirage.evaluate.metrics import (ALL, BASELINES, LOAD_LEVELS, MIN_BOOTSTRAP_SAMPLES,
@@ -306,7 +307,7 @@ def register(sub) -> None:
                    help="outcomes.parquet of every cluster of the run (per-sample outcomes)")
     p.add_argument("--traces", default="{}",
                    help='JSON: cluster -> what its trace is ("real", "synthetic stand-in")')
-    p.add_argument("--seed", type=int, default=0, help="seeds the bootstrap intervals")
+    options.add_seed(p, "seeds the bootstrap intervals")
     p.add_argument("--expected", help="results/expected/<run>.csv; absent file -> not checked")
     p.add_argument("--require-expected", action="store_true",
                    help="fail when the expected-values file does not exist")

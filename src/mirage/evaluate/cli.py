@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage import options
 from mirage.errors import MirageError
 
 
@@ -111,9 +112,8 @@ def register(sub) -> None:
     p.add_argument("--policies", nargs="+", required=True)
     p.add_argument("--label", default="", help="the cluster's label (e.g. 'Longhorn V100 "
                    "(synthetic stand-in)'), the heading of evaluation.md")
-    p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
-    p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
-    p.add_argument("--device", default="cpu")
+    options.add_costs(p)
+    options.add_device(p)
     p.add_argument("--training-seeds", type=int, default=1,
                    help="fits per seeded (RL) policy: POLICY, POLICY-seed1, ... in the models "
                         "directory; reported as their mean, the spread in seeds.csv")

@@ -15,6 +15,8 @@ from mirage.figures.style import (
     DOUBLE_W, ROLE_COLORS, date_axis, legend_below, log_axis, plain_ticks, styled,
 )
 
+from mirage.units import HOUR_S
+
 PREDICTORS = ("sim", "zero_wait", "compat")
 PREDICTOR_LABELS = {"real": "real", "sim": "simulator (warm start)", "zero_wait": "zero wait",
                     "compat": "compat (reference setting)"}
@@ -118,7 +120,7 @@ def loo_waits(points: pd.DataFrame) -> pd.DataFrame:
     for key in ("real", "sim", "compat"):
         col = f"{key}_start"
         if col in out.columns:
-            out[f"{key}_wait_h"] = (out[col] - out["submit"]).dt.total_seconds() / 3600
+            out[f"{key}_wait_h"] = (out[col] - out["submit"]).dt.total_seconds() / HOUR_S
     for pred in PREDICTORS:
         wait = (pd.Series(0.0, index=out.index) if pred == "zero_wait"
                 else out.get(f"{pred}_wait_h"))

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from mirage.units import HOUR_S
+
 
 def _check(args) -> None:
     from mirage.live.slurm import Slurm, SlurmError, check_cluster
@@ -35,7 +37,7 @@ def _duration_s(text: str) -> float:
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smh]?)\s*", text)
     if not m:
         raise ProvisionError(f"--interval {text!r} is not a duration. Fix: give e.g. 30s, 10m or 1h")
-    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
+    return float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": HOUR_S}[m.group(2)]
 
 
 def _limit_min(text: str) -> int:

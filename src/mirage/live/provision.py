@@ -28,6 +28,7 @@ from pathlib import Path
 from mirage.errors import MirageError
 from mirage.live.observe import LiveObserver, epoch, now_s
 from mirage.live.slurm import Slurm, SlurmError
+from mirage.units import HOUR_S
 
 #: A link that ends by its time limit ended normally: that is how a service link ends.
 NORMAL_END = {"COMPLETED", "TIMEOUT"}
@@ -133,7 +134,7 @@ def summary(handovers: list[dict]) -> dict:
     n = len(handovers)
     if n == 0:
         return {"handovers": 0}
-    inter = [h["interruption_s"] / 3600 for h in handovers]
+    inter = [h["interruption_s"] / HOUR_S for h in handovers]
     return {
         "handovers": n,
         "mean_interruption_h": sum(inter) / n,
@@ -329,7 +330,7 @@ class Provisioner:
             record = {"link": k, "job_id": succ["job_id"], "predecessor_job_id": pred["job_id"],
                       "submitted": succ["submitted"], "started": succ["start"], "predecessor_end": pred["end"],
                       "predecessor_state": pred["state"], "interruption_s": max(0, x), "overlap_s": max(0, -x),
-                      "overlap_node_hours": max(0, -x) * self.spec.nodes / 3600, "reason": succ["reason"],
+                      "overlap_node_hours": max(0, -x) * self.spec.nodes / HOUR_S, "reason": succ["reason"],
                       "policy": self.spec.policy, "chain_id": self.state["chain_id"]}
             self.dir.append_handover(record)
             self.state["handovers"].append(k)

@@ -39,6 +39,7 @@ from mirage.sim.cluster import ClusterDescription, load_cluster
 from mirage.sim.engine import INF
 from mirage.sim.jobs import JobTable
 from mirage.sim.warmstart import warm_start
+from mirage.units import DAY_S
 
 #: the QOS the benchmark creates for its jobs (removed again at the end) unless told to use one
 QOS = "mirage-simcheck"
@@ -234,7 +235,7 @@ def describe_cluster(slurm: Slurm, partition: str, qos: str, out: Path) -> tuple
         "priority": {
             "weight_age": {"value": float(cfg.get("PriorityWeightAge", 0)),
                            "source": f"PriorityWeightAge from {conf}"},
-            "max_age_days": {"value": _duration_s(cfg.get("PriorityMaxAge", "7-00:00:00")) / 86400,
+            "max_age_days": {"value": _duration_s(cfg.get("PriorityMaxAge", "7-00:00:00")) / DAY_S,
                              "source": f"PriorityMaxAge from {conf}"},
             "weight_size": {"value": w_size / 2 if n_nodes == 1 else w_size, "source": size_note},
             "weight_trace": {"value": 1.0, "source": (
@@ -528,7 +529,7 @@ def compare(df: pd.DataFrame, cluster: ClusterDescription, by: dict[str, str] | 
         w = warm_start(table, cluster, s, exclude=[i], record=False)
         jid = w.insert_job(s, int(table.nodes[i]), int(table.limit[i]), run_s=int(table.run[i]),
                            user=int(table.user[i]), priority=float(table.tprio[i]))
-        if w.run_until(s + 86400, stop_jid=jid):
+        if w.run_until(s + DAY_S, stop_jid=jid):
             out.loc[k, "whatif_start_s"] = w.starts[jid] - t0
     out["whatif_error_s"] = out["whatif_start_s"] - out["real_start_s"]
     # every job once more, from the recorded state at its submit (nothing left out): the error of
@@ -540,7 +541,7 @@ def compare(df: pd.DataFrame, cluster: ClusterDescription, by: dict[str, str] | 
         # running); it still enters the queue at its own eligible time
         s = min(int(table.submit[i]), int(table.start[i]) - 1)
         w = warm_start(table, cluster, s, record=True)
-        if w.run_until(s + 86400, stop_jid=i):
+        if w.run_until(s + DAY_S, stop_jid=i):
             out.loc[k, "resync_start_s"] = int(w.trace_start[i]) - t0
     out["resync_error_s"] = out["resync_start_s"] - out["real_start_s"]
     # the last minute: from the recorded state STEP_S before the job's real start (or at its
@@ -552,7 +553,7 @@ def compare(df: pd.DataFrame, cluster: ClusterDescription, by: dict[str, str] | 
         i = pos[row["job_id"]]
         s = min(max(int(table.start[i]) - STEP_S, int(elig[i])), int(table.start[i]) - 1)
         w = warm_start(table, cluster, s, record=True)
-        if w.run_until(s + 86400, stop_jid=i):
+        if w.run_until(s + DAY_S, stop_jid=i):
             out.loc[k, "step_start_s"] = int(w.trace_start[i]) - t0
     out["step_error_s"] = out["step_start_s"] - out["real_start_s"]
     by = by or {}

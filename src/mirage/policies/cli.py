@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from mirage import options
 from mirage.errors import MirageError
 
 
@@ -30,13 +31,12 @@ def register(sub) -> None:
     p = sub.add_parser("fit", help="train policies on a cluster's training samples")
     p.add_argument("policy", nargs="+", help="one or more policy names, fitted in this order")
     p.add_argument("--samples", required=True, help="SampleSet directory (mirage samples gather)")
-    p.add_argument("--chain-nodes", type=int, required=True)
-    p.add_argument("--seed", type=int, required=True)
+    options.add_chain_nodes(p)
+    options.add_seed(p, required=True)
     p.add_argument("--params", default="{}", help="JSON of the policy's parameters; with several "
                    "policies, JSON mapping a policy name to its parameters")
-    p.add_argument("--c-I", dest="c_I", type=float, default=1.0, help="cost of an hour of interruption")
-    p.add_argument("--c-O", dest="c_O", type=float, default=0.5, help="cost of an hour of overlap")
-    p.add_argument("--device", default="cpu", help="torch device for DQN / policy gradient")
+    options.add_costs(p)
+    options.add_device(p)
     p.add_argument("--threads", type=int, default=1, help="CPU threads for the model library")
     p.add_argument("--final-from", help="the model directory of the untuned policy of a tuned "
                    "one fitted here (rf for rf_tuned, dqn for dqn_tuned, ...), fitted on the same "

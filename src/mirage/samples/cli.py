@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from mirage import options
+
 
 def _shard(args) -> None:
     from mirage.samples.shards import Plan, run_shard
@@ -57,7 +59,7 @@ def register(sub):
                    help="hours between two sample starts of a window")
     p.add_argument("--train-every-hours", type=float,
                    help="the training window's spacing, where it differs (default: --every-hours)")
-    p.add_argument("--chain-nodes", type=int, nargs="+", required=True)
+    options.add_chain_nodes(p, many=True)
     p.add_argument("--mode", choices=["calibrated", "compat"], default="calibrated")
     p.add_argument("--cluster-file", help="the calibrated mode's cluster description (default: "
                    "config/clusters/<cluster>.yaml), e.g. one fitted by mirage sim calibrate")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from mirage.policies.base import Observation, Policy
 from mirage.samples.generate import CHAIN_LIMIT_MIN, MAX_WAIT_S, Episode, SampleSpec
 from mirage.sim import SERVICE_USER, JobTable
+from mirage.units import HOUR_S
 
 
 def run_closed_loop(table: JobTable, cluster, spec: SampleSpec, policy: Policy) -> tuple[int, float]:
@@ -28,6 +29,6 @@ def run_closed_loop(table: JobTable, cluster, spec: SampleSpec, policy: Policy) 
             if ep.pred_start() < 0:  # submitted while the predecessor was still queued
                 ep.sim.run_until(t + MAX_WAIT_S, stop_jid=ep.pred)
             pred_end = ep.pred_start() + ep.limit_s
-            return int(row["k"]), (ep.sim.starts[succ] - pred_end) / 3600.0
+            return int(row["k"]), (ep.sim.starts[succ] - pred_end) / HOUR_S
     raise AssertionError("unreachable: the predecessor's end always submits")
 

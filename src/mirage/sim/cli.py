@@ -10,7 +10,9 @@ import argparse
 import json
 from pathlib import Path
 
+from mirage import options
 from mirage.errors import MirageError
+from mirage.units import HOUR_S
 
 
 def _cluster(args):
@@ -85,8 +87,8 @@ def _replay(args) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     out.to_parquet(path, index=False) if path.suffix == ".parquet" else out.to_csv(path, index=False)
     done = out["sim_start"].notna()
-    wait_sim = (out["sim_start"] - out["submit"])[done].dt.total_seconds().mean() / 3600
-    wait_real = (out["real_start"] - out["submit"]).dt.total_seconds().mean() / 3600
+    wait_sim = (out["sim_start"] - out["submit"])[done].dt.total_seconds().mean() / HOUR_S
+    wait_real = (out["real_start"] - out["submit"]).dt.total_seconds().mean() / HOUR_S
     print(f"{len(out)} jobs replayed ({int(done.sum())} started): mean wait simulated "
           f"{wait_sim:.2f} h, real {wait_real:.2f} h -> {path}")
 
@@ -209,7 +211,7 @@ def register(subparsers) -> None:
     f.add_argument("--loo-jobs", type=int, default=None,
                    help="score the whole trace's leave-one-out on a seeded sample of at most this "
                         "many long jobs (the windows score all of theirs; default: every job)")
-    f.add_argument("--seed", type=int, default=0, help="seed of the --loo-jobs sample")
+    options.add_seed(f, "seed of the --loo-jobs sample")
     f.add_argument("--variants", action="store_true",
                    help="also evaluate named changes of the cluster description on the windows (ablation)")
     f.set_defaults(func=_fidelity)
@@ -245,7 +247,7 @@ def register(subparsers) -> None:
     k.add_argument("--cluster-file", help="the hand-written description to compare with")
     k.add_argument("--report", help="JSON: every candidate's training error, the validation figures")
     k.add_argument("--loo-jobs", type=int, default=200, help="leave-one-out jobs per candidate")
-    k.add_argument("--seed", type=int, default=0, help="seed of the leave-one-out sample")
+    options.add_seed(k, "seed of the leave-one-out sample")
     k.add_argument("--criterion", choices=["mae", "mae+median", "mae+median+replay"],
                    default="mae+median",
                    help="how candidates are compared: the leave-one-out MAE, or MAE and median "
@@ -259,7 +261,7 @@ def register(subparsers) -> None:
     y = sub.add_parser("synth", help="a calibrated synthetic trace: seeded demand, started by "
                                      "this simulator (FIFO + EASY, per-user limit)")
     y.add_argument("cluster", choices=["ls6", "frontera", "longhorn"])
-    y.add_argument("--seed", type=int, required=True)
+    options.add_seed(y, required=True)
     y.add_argument("--start", default="2022-11-01")
     y.add_argument("--days", type=float, default=60)
     y.add_argument("--params", help="YAML file overriding calibration parameters")

@@ -77,7 +77,7 @@ class Backfill:
     #: "slurm": sched/backfill 22.05 on a partition of one node whose CPUs are the simulated
     #: nodes (needs conservative mode, whole_node and window_rounding "slurm"): the start comes
     #: from a will-run test on the running jobs alone, the reservations only decide from when it
-    #: is tested (Simulator._backfill_pass_node says how)
+    #: is tested (mirage.sim.backfill.SlurmNodeBackfill says how)
     planner: str = "profile"
 
 

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .backfill import strategy_for
-from .freenodes import INF
+from mirage.units import INF
 from .jobs import NO_DEP, JobTable, SimInputError
 from .cluster import ClusterDescription
 from .records import R_DEP, R_JID, R_LIMIT, R_NODES, R_RUN, R_STATIC, R_SUBMIT, R_USER

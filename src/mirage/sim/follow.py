@@ -41,7 +41,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections import Counter
 
-INF = 1 << 62
+from mirage.units import INF
+
 # record fields (see engine): negkey, submit, jid, nodes, limit, run, user, dep, static
 _NEGKEY, _SUBMIT, _JID, _STATIC = 0, 1, 2, 8
 

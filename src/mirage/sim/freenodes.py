@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-INF = 1 << 62
+from mirage.units import INF
+
 
 
 def free_profile(sim, horizon: int = INF) -> tuple[list[int], list[int]]:

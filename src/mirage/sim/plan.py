@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 
-from .engine import R_LIMIT, R_NODES, R_STATIC, R_SUBMIT
+from .records import R_LIMIT, R_NODES, R_STATIC, R_SUBMIT
 from .freenodes import INF, earliest_fit, free_profile, reserve
 
 

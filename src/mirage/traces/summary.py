@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from mirage.units import HOUR_S
+
 #: Node-count classes of the mix: (label, smallest, largest).
 NODE_CLASSES = (("1", 1, 1), ("2-3", 2, 3), ("4-7", 4, 7), ("8-15", 8, 15), ("16+", 16, None))
 QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
@@ -70,7 +72,7 @@ def overview(df: pd.DataFrame) -> dict:
     return {
         "summary": trace_summary(df),
         "limit_h": df["time_limit_min"].to_numpy(float) / 60,
-        "wait_h": (df["start"] - df["submit"]).dt.total_seconds().to_numpy() / 3600,
+        "wait_h": (df["start"] - df["submit"]).dt.total_seconds().to_numpy() / HOUR_S,
         "ratio": np.clip(run_min / df["time_limit_min"].to_numpy(float), 0, 1),
         "busy": busy_nodes(df, t0, t1),
         "queued": queued_jobs(df, t0, t1),
@@ -81,7 +83,7 @@ def overview(df: pd.DataFrame) -> dict:
 
 def _daily_long_wait(df: pd.DataFrame) -> pd.Series:
     long = df[df["time_limit_min"] >= LONG_LIMIT_MIN]
-    wait_h = (long["start"] - long["submit"]).dt.total_seconds() / 3600
+    wait_h = (long["start"] - long["submit"]).dt.total_seconds() / HOUR_S
     return wait_h.groupby(long["submit"].dt.floor("D")).mean()
 
 

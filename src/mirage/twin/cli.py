@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+from mirage import options
+
 
 def decide_cmd(args) -> None:
     from mirage.twin.decide import decide_twin
@@ -28,15 +30,14 @@ def register(ssub) -> None:
     p.add_argument("--trace-dir", required=True, help="results/<run>/<cluster>/trace (train and "
                    "validation parquet)")
     p.add_argument("--samples", required=True, help="the mode's SampleSet directory")
-    p.add_argument("--chain-nodes", type=int, required=True)
-    p.add_argument("--seed", type=int, required=True)
+    options.add_chain_nodes(p)
+    options.add_seed(p, required=True)
     p.add_argument("--policy", choices=["twin", "twin_tuned"], default="twin",
                    help="twin_tuned: choose the quantile level, tolerance and plan veto (with "
                    "rule plan: the overlap weight) by time-ordered cross-fitting on the training "
                    "samples first (its params may "
                    "add tune_every: every n-th training sample, default 8; tune_blocks: 4)")
     p.add_argument("--params", default="{}", help="JSON: the twin's parameters (K, rule, ...)")
-    p.add_argument("--c-I", dest="c_I", type=float, default=1.0)
-    p.add_argument("--c-O", dest="c_O", type=float, default=0.5)
+    options.add_costs(p)
     p.add_argument("--out", required=True, help="model directory (fit.json, model.joblib, timing.csv)")
     p.set_defaults(func=decide_cmd)

@@ -58,10 +58,10 @@ from mirage.features.queue import SERVICE_NAME, QueueFuture, QueueView
 from mirage.outcomes import cost
 from mirage.policies.base import Observation, Policy
 from mirage.twin import world
+from mirage.units import DAY_S, HOUR_S, WEEK_S
 
-WEEK_S = 7 * 86400
 #: seconds from the Monday 00:00 before the epoch to the epoch (1970-01-01 was a Thursday)
-_MONDAY_SHIFT_S = 3 * 86400
+_MONDAY_SHIFT_S = 3 * DAY_S
 #: upper edges (hours) of the pooled limit buckets; the last bucket is everything above
 LIMIT_BUCKETS_H = (1.0, 6.0, 24.0)
 #: each rule: the method that decides and the engine function of mirage.twin.world it calls
@@ -104,7 +104,7 @@ def _bucket(limit_s: np.ndarray) -> np.ndarray:
 
 def hour_of_week(t_s) -> np.ndarray:
     """0..167, Monday 00-01 h is 0 (naive cluster clock)."""
-    return ((np.asarray(t_s, dtype=np.int64) + _MONDAY_SHIFT_S) % WEEK_S) // 3600
+    return ((np.asarray(t_s, dtype=np.int64) + _MONDAY_SHIFT_S) % WEEK_S) // HOUR_S
 
 
 class TwinPolicy(Policy):
@@ -262,10 +262,10 @@ class TwinPolicy(Policy):
                               "user": users, "tprio": tprio, "dep": dep}
         lo = int(pd.Timestamp(submit.min(), unit="s").floor("D").value // 10**9)
         hi = int(pd.Timestamp(submit.max(), unit="s").ceil("D").value // 10**9)
-        hi = max(hi, lo + 86400)
+        hi = max(hi, lo + DAY_S)
         self.span_ = (lo, hi)
         # hours of the week covered by the span, and the jobs submitted in each
-        hours = np.arange(lo, hi, 3600, dtype=np.int64)
+        hours = np.arange(lo, hi, HOUR_S, dtype=np.int64)
         for a, b in holes:
             hours = hours[(hours < a - 3599) | (hours >= b)]
         self.holes_ = holes
@@ -335,7 +335,7 @@ class TwinPolicy(Policy):
         ``horizon_s``: another horizon than the policy's ``horizon_h`` (a drawn world,
         mirage.twin.replay.model_world)."""
         self._fitted()
-        H = int(round(float(self.horizon_h) * 3600)) if horizon_s is None else int(horizon_s)
+        H = int(round(float(self.horizon_h) * HOUR_S)) if horizon_s is None else int(horizon_s)
         J = self.arrival_jobs_
         source = -1
         if self.arrivals == "weeks":
@@ -391,11 +391,11 @@ class TwinPolicy(Policy):
         idx, subs = [], []
         t = now
         while t < now + H:
-            span = min(3600, now + H - t)
+            span = min(HOUR_S, now + H - t)
             h = int(hour_of_week(t))
             n_in = bounds[h + 1] - bounds[h]
             if n_in:
-                k = rng.poisson(self.hour_rate_[h] * span / 3600.0)
+                k = rng.poisson(self.hour_rate_[h] * span / HOUR_S)
                 if k:
                     idx.append(order[bounds[h] + rng.integers(0, n_in, k)])
                     subs.append(t + 1 + rng.integers(0, span, k))
@@ -437,7 +437,7 @@ class TwinPolicy(Policy):
         """An interruption up to this long counts as none: the successor then starts within a
         scheduler pass of the predecessor's end (in a drawn world the predecessor ends at its
         limit and the successor follows it seconds later, as a reactive handover does)."""
-        return float(self.tolerance_s) / 3600.0
+        return float(self.tolerance_s) / HOUR_S
 
     def quantile_rule(self, x_h: np.ndarray) -> bool:
         """Submit iff the tau quantile of the drawn x (hours; +inf: not started within the
@@ -461,7 +461,7 @@ class TwinPolicy(Policy):
         g = self.gate_h
         if g is None:
             return False
-        return (not view.pred_running) or (view.pred_end - view.now) > float(g) * 3600
+        return (not view.pred_running) or (view.pred_end - view.now) > float(g) * HOUR_S
 
     def plan_future(self, view: QueueView) -> QueueFuture:
         """The scheduler's plan as a future: every job runs to its limit, nothing arrives."""
@@ -508,7 +508,7 @@ class TwinPolicy(Policy):
         supports = self._view_supports(view)
         sign_only = bool(self.sign_only)
         # only whether x exceeds the tolerance matters to the rule: simulate that far
-        cap_s = int(self.tolerance_s) if sign_only else int(round(float(self.cap_h) * 3600))
+        cap_s = int(self.tolerance_s) if sign_only else int(round(float(self.cap_h) * HOUR_S))
         n_pos = n_nonpos = 0
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
@@ -534,7 +534,7 @@ class TwinPolicy(Policy):
         if self.gated(view) or (self.plan_veto and not self.plan_allows(view, simulate_pair)):
             return False, x
         supports = self._view_supports(view)
-        cap_s = int(round(float(self.cap_h) * 3600))
+        cap_s = int(round(float(self.cap_h) * HOUR_S))
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)
             x[k] = simulate_pair(view, future, step_s=int(self.step_s), cap_s=cap_s)
@@ -574,7 +574,7 @@ class TwinPolicy(Policy):
             return False, np.full((K, 1), np.nan)
         offsets = self.lead_offsets(view)
         supports = self._view_supports(view)
-        cap_s = int(round(float(self.cap_h) * 3600))
+        cap_s = int(round(float(self.cap_h) * HOUR_S))
         x = np.full((K, len(offsets)), np.nan)
         for k in range(K):
             future = self.draw_future(view, self.rng_for(view, k), supports)

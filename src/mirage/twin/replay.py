@@ -24,6 +24,7 @@ from mirage.samples.generate import Episode, SampleSpec
 from mirage.sim import JobTable
 from mirage.sim.jobs import NO_DEP
 from mirage.twin.world import true_future, view_from_sim
+from mirage.units import DAY_S, HOUR_S
 
 
 class TwinEvalError(MirageError):
@@ -72,7 +73,7 @@ def run_twin_episode(policy, table: JobTable, cluster, spec: SampleSpec,
     if simulate is None:
         simulate = policy.simulator(cluster)
     if truth is not None:
-        horizon_s = int(round(float(policy.horizon_h) * 3600))
+        horizon_s = int(round(float(policy.horizon_h) * HOUR_S))
         drawn_simulate = simulate
 
         def simulate(view, future, **kw):
@@ -137,7 +138,7 @@ def run_twin(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids=No
 
 #: how far past the predecessor's submit a drawn world's arrivals reach: the predecessor's
 #: wait, its 48 h and the successor's wait after it
-WORLD_HORIZON_S = 7 * 86400
+WORLD_HORIZON_S = 7 * DAY_S
 
 
 @dataclass(frozen=True)

@@ -18,18 +18,19 @@ from mirage.sim import JobTable
 from mirage.twin.policy import TwinPolicy, plan_submit_now
 from mirage.twin.replay import TwinEvalError, ids_in_time_order, run_twin_episode, spec_of
 from mirage.twin.world import with_inferred_dependencies
+from mirage.units import DAY_S, HOUR_S
 
 
 #: the tuned twin's candidates: the quantile level as m of its K draws (tau = m / K) and the
 #: tolerance (s) the m-th smallest x must exceed; cautious first (low tau, high tolerance)
-TUNE_TOLERANCES_S = (3600, 1800, 900, 300, 60)
+TUNE_TOLERANCES_S = (HOUR_S, 1800, 900, 300, 60)
 #: the tuned plan rule's candidates: the overlap cost the twin weighs its candidate submit
 #: times by, as a multiple of the evaluation's c_O (the drawn futures of a heavier training
 #: window make early submits look cheap; a larger weight corrects it); cautious first
 TUNE_OVERLAP_WEIGHTS = (8.0, 6.0, 4.0, 3.0, 2.0, 1.5, 1.0)
 #: the time after a block's last decision point whose jobs the block's fit leaves out too: the
 #: futures its episodes simulate (a predecessor's limit of 48 h and a day of its queue)
-_HOLE_AFTER_S = 3 * 86400
+_HOLE_AFTER_S = 3 * DAY_S
 
 
 def record_draws(policy, data: SampleSet, table: JobTable, cluster, *, sample_ids,
@@ -127,7 +128,7 @@ def quantile_submits(draws: np.ndarray, m: int, tolerance_s: float) -> np.ndarra
     tolerance? Points without draws never submit."""
     q = np.sort(draws, axis=1)[:, int(m) - 1]  # NaN rows sort to NaN: False below
     with np.errstate(invalid="ignore"):
-        return q > float(tolerance_s) / 3600.0
+        return q > float(tolerance_s) / HOUR_S
 
 
 def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int, seed: int = 0,
@@ -175,7 +176,7 @@ def tune_twin(train: pd.DataFrame, data: SampleSet, cluster, *, chain_nodes: int
     sub = data.subset(train_ids)
     recorder = ({**base} if plan else
                 {**base, "early_stop": False, "sign_only": False,
-                 "cap_h": max(tolerances_s) / 3600.0, "rule": "quantile"})
+                 "cap_h": max(tolerances_s) / HOUR_S, "rule": "quantile"})
     record = record_plan_draws if plan else record_draws
     blocks, allowed_by_block, t0, asked, done = [], [], time.perf_counter(), 0, 0
     for ids in time_blocks(sub, n_blocks):

@@ -26,9 +26,10 @@ from mirage.sim.engine import (
 from mirage.sim.jobs import NO_DEP, JobTable
 from mirage.sim.warmstart import warm_start
 from mirage.sim.whatif import what_if
+from mirage.units import DAY_S, HOUR_S
 
 #: the predecessor must start within this long in a drawn world, or the draw counts as +inf
-PRED_MAX_WAIT_S = 30 * 86400
+PRED_MAX_WAIT_S = 30 * DAY_S
 #: a pending job's placeholder start (never reached) is this far past the view's time
 _FAR_S = 10**8
 
@@ -215,7 +216,7 @@ def world_table(view: QueueView, future: QueueFuture, cluster: ClusterDescriptio
 
 
 def simulate_x(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
-               cap_s: int = 48 * 3600) -> float:
+               cap_s: int = 48 * HOUR_S) -> float:
     """x_h = successor start - predecessor end (hours) in the world of ``view`` + ``future``
     with the successor (the predecessor's size and limit, the service's user) submitted at
     ``view.now``; +inf when it has not started ``cap_s`` after the predecessor's end (a caller
@@ -239,7 +240,7 @@ def _probe_x(sim, view: QueueView, pred: int, submit: int, succ_tprio: float, ca
         pred_end = int(sim.now) + int(view.pred_limit_s)
     if probe not in sim.starts and not sim.run_until(pred_end + int(cap_s), stop_jid=probe):
         return float("inf")
-    return (sim.starts[probe] - pred_end) / 3600.0
+    return (sim.starts[probe] - pred_end) / HOUR_S
 
 
 #: what :func:`true_future` may take from the trace instead of the draw (the ablations of the
@@ -283,7 +284,7 @@ def true_future(sim: Simulator, view: QueueView, drawn: QueueFuture, truth: str,
 
 
 def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
-                  step_s: int = 600, cap_s: int = 48 * 3600) -> tuple[float, float]:
+                  step_s: int = 600, cap_s: int = 48 * HOUR_S) -> tuple[float, float]:
     """(x_h submitting now, x_h submitting ``step_s`` later) in one drawn world (common random
     numbers: the same runtimes and arrivals for both); each capped at ``cap_s`` past the
     predecessor's end (the value then is the cap, a lower bound). The later submission is
@@ -299,12 +300,12 @@ def simulate_pair(view: QueueView, future: QueueFuture, cluster: ClusterDescript
     if view.pred_running:
         nxt = min(nxt, int(view.pred_end))
     x_next = _probe_x(later, view, pred, nxt, succ, cap_s)
-    cap_h = cap_s / 3600.0
+    cap_h = cap_s / HOUR_S
     return min(x_now, cap_h), min(x_next, cap_h)
 
 
 def simulate_leads(view: QueueView, future: QueueFuture, cluster: ClusterDescription, *,
-                   offsets_s, cap_s: int = 48 * 3600) -> np.ndarray:
+                   offsets_s, cap_s: int = 48 * HOUR_S) -> np.ndarray:
     """x_h of the successor submitted at each ``view.now + offset`` (ascending offsets, each no
     later than the predecessor's end) in one drawn world: the same runtimes and arrivals for
     every candidate (common random numbers). The world runs forward once without the
@@ -319,7 +320,7 @@ def simulate_leads(view: QueueView, future: QueueFuture, cluster: ClusterDescrip
     now, end = int(view.now), int(view.pred_end)
     limit_min = -(-int(view.pred_limit_s) // 60)
     succ = service_tprio(view, future, cl)
-    cap_h = cap_s / 3600.0
+    cap_h = cap_s / HOUR_S
     out = np.full(len(offsets_s), cap_h)
     for j, off in enumerate(offsets_s):
         t = min(now + int(off), end)
@@ -327,5 +328,5 @@ def simulate_leads(view: QueueView, future: QueueFuture, cluster: ClusterDescrip
         start = what_if(sim.snapshot(), t, int(view.chain_nodes), limit_min, SERVICE_USER,
                         priority=succ, max_wait_s=end + int(cap_s) - t)
         if start is not None:
-            out[j] = min((start - end) / 3600.0, cap_h)
+            out[j] = min((start - end) / HOUR_S, cap_h)
     return out
