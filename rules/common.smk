@@ -20,7 +20,13 @@ from mirage.config import load_schema, run_name, validate  # noqa: E402
 from mirage.fingerprint import fingerprint  # noqa: E402
 from mirage.live.slurm import require_cluster  # noqa: E402
 from mirage.policies import replica_names  # noqa: E402
-from mirage.policies.catalogue import CATALOGUE, HISTORY  # noqa: E402
+from mirage.policies.catalogue import (
+    BATCH,
+    CATALOGUE,
+    HISTORY,
+    REPLAYED as REPLAYED_KIND,
+    RULE,
+)  # noqa: E402
 from mirage.traces.fetch import PUBLISHED, bundled_trace  # noqa: E402
 
 validate(
@@ -82,10 +88,10 @@ SEEDED_TORCH_GROUPS = {
 MODELS = [r for p in POLICIES for r in replica_names(p, TRAINING_SEEDS)]
 # the policies whose decisions need the queue (the twin) are replayed on the validation samples,
 # one job per cluster, mode and chain size (rule decide_twin)
-REPLAYED = [p for p in POLICIES if p not in CATALOGUE.fitted()]
+REPLAYED = [p for p in POLICIES if CATALOGUE[p].kind == REPLAYED_KIND]
 # the others (rules and batch models) are fitted together, one job per cluster, mode and chain
 # size
-BATCHED = [p for p in POLICIES if p in CATALOGUE.fitted() and not CATALOGUE[p].torch]
+BATCHED = [p for p in POLICIES if CATALOGUE[p].kind in (RULE, BATCH)]
 
 
 wildcard_constraints:

@@ -81,9 +81,6 @@ class Policy:
     def get_params(self, deep: bool = False) -> dict:
         """The constructor arguments by name (``deep`` is accepted for scikit-learn; no policy
         nests estimators)."""
-        legacy = vars(self).get("params")
-        if isinstance(legacy, dict):  # TwinPolicy still keeps its settings in one dict
-            return dict(legacy)
         return {name: getattr(self, name) for name in self._param_names()}
 
     def set_params(self, **params) -> "Policy":

@@ -139,21 +139,9 @@ class TwinPolicy(Policy):
     # ---- settings --------------------------------------------------------------------------
     @classmethod
     def _param_names(cls) -> list[str]:
+        """The constructor's arguments in their declared order (Policy's get_params and
+        set_params read them; fit.json lists them in this order)."""
         return [n for n in inspect.signature(cls.__init__).parameters if n != "self"]
-
-    def get_params(self, deep: bool = True) -> dict:
-        """The constructor's arguments as they were given (scikit-learn's get_params)."""
-        return {name: getattr(self, name) for name in self._param_names()}
-
-    def set_params(self, **params) -> "TwinPolicy":
-        """Change settings by name (scikit-learn's set_params); fit again to use them."""
-        unknown = sorted(set(params) - set(self._param_names()))
-        if unknown:
-            raise TwinPolicyError(f"twin: {unknown} are not settings of the twin. "
-                                  f"Fix: use some of {self._param_names()}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
 
     @property
     def quantile_level(self) -> float:
