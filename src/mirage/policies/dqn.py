@@ -33,7 +33,7 @@ import torch.nn.functional as F
 from mirage.outcomes import SampleSet
 from mirage.policies.env import ProvisioningEnv
 from mirage.policies.neural import (
-    Costs, TorchPolicy, adam, direct_forward, record_every, seed_everything,
+    Costs, Monitor, TorchPolicy, adam, direct_forward, record_every, seed_everything,
 )
 
 
@@ -92,14 +92,14 @@ class DQN(DQNConfig, TorchPolicy):
     # Q(submit) - Q(wait) in hours of cost
     thresholds = np.round(np.arange(-3.0, 3.0 + 1e-9, 0.05), 4)
 
-    def _train(self, train: SampleSet, seed: int) -> None:
+    def _train(self, train: SampleSet, seed: int, monitor: Monitor | None = None) -> None:
         cfg = self.config
         rng = seed_everything(seed)
         episodes = self._prepare(train)
         env = ProvisioningEnv(episodes, stride=cfg.stride)
         env.action_space.seed(seed)
 
-        q_net = self._build_net(episodes.obs_dim)
+        q_net = self.net_ = self._build_net(episodes.obs_dim)
         target = self._build_net(episodes.obs_dim)
         # the nets' forward passes as plain functions (the same numbers, less time per call)
         q_of, target_of = direct_forward(q_net), direct_forward(target)
@@ -148,6 +148,10 @@ class DQN(DQNConfig, TorchPolicy):
             if step % every == 0 and ep_costs:
                 self.history_.append({"step": step, "epsilon": eps,
                                       "mean_episode_cost": float(np.mean(ep_costs[-200:]))})
+            if monitor is not None and step % every == 0:
+                monitor(step, self)
+        if monitor is not None:
+            monitor(cfg.total_timesteps, self)
         self.train_seconds_ = time.perf_counter() - t0
         q_net.eval()
         self.net_ = q_net

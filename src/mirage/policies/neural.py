@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -63,6 +64,10 @@ def direct_forward(net: nn.Sequential):
 #: about how many points of a fit's training curve ``history_`` keeps (DQN, policy gradient);
 #: recording only reads the training state, so it changes no decision
 HISTORY_POINTS = 60
+
+
+#: ``monitor(env_steps, policy)``: follows a reinforcement-learning fit (see TorchPolicy._train)
+Monitor = Callable[[int, "TorchPolicy"], None]
 
 
 def record_every(total: int) -> int:
@@ -140,20 +145,29 @@ class TorchPolicy(Policy):
         fields = self.config_class.__dataclass_fields__
         return self.config_class(**{k: getattr(self, k) for k in fields})
 
-    def _train(self, train: SampleSet, seed: int) -> None:
-        """Fit the network on ``train`` (sets feature_columns_, scaler_, net_, history_)."""
+    def _train(self, train: SampleSet, seed: int, monitor: "Monitor | None" = None) -> None:
+        """Fit the network on ``train`` (sets feature_columns_, scaler_, net_, history_).
+
+        ``monitor``: called as ``monitor(env_steps, self)`` at every point of ``history_`` and
+        once at the end, with ``self.net_`` the network being trained (mirage.policies.curves
+        scores held-out samples with it); it reads the training state only, so it changes no
+        decision."""
         raise NotImplementedError
 
     def decision_score(self, points) -> np.ndarray:
         raise NotImplementedError
 
-    def fit(self, train: SampleSet, seed: int = 0, final_from: "TorchPolicy | None" = None):
+    def fit(self, train: SampleSet, seed: int = 0, final_from: "TorchPolicy | None" = None,
+            monitor: "Monitor | None" = None):
         """Train on ``train``; with ``tune_threshold`` the threshold first, by cross-fitting.
 
         ``final_from``: the same policy already trained on the same ``train`` with the same seed
         and settings (the untuned one of this tuned policy, Entry.tunes in the catalogue): its
         network is this one's final network, the very one ``_train(train, seed)`` would train
         again (a seeded fit is repeatable bit for bit).
+
+        ``monitor``: follows the final training (see ``_train``); reinforcement-learning
+        policies only.
         """
         self._set_threads()
         if self.tune_threshold:
@@ -176,6 +190,8 @@ class TorchPolicy(Policy):
             self.net_ = final_from.net_
             self.history_ = list(getattr(final_from, "history_", []))
             self.train_seconds_ = getattr(final_from, "train_seconds_", None)
+        elif monitor is not None:
+            self._train(train, seed, monitor=monitor)
         else:
             self._train(train, seed)
         return self

@@ -25,7 +25,9 @@ import torch
 import torch.nn.functional as F
 
 from mirage.outcomes import SampleSet
-from mirage.policies.neural import Costs, TorchPolicy, adam, mlp, record_every, seed_everything
+from mirage.policies.neural import (
+    Costs, Monitor, TorchPolicy, adam, mlp, record_every, seed_everything,
+)
 
 
 @dataclass(eq=False, repr=False)
@@ -57,14 +59,14 @@ class PolicyGradient(PGConfig, TorchPolicy):
     # the submit logit; 0 is p(submit) = 1/2
     thresholds = np.round(np.arange(-8.0, 8.0 + 1e-9, 0.25), 4)
 
-    def _train(self, train: SampleSet, seed: int) -> None:
+    def _train(self, train: SampleSet, seed: int, monitor: Monitor | None = None) -> None:
         cfg = self.config
         rng = seed_everything(seed)
         ep = self._prepare(train)
         dev = self.torch_device
         gen = torch.Generator().manual_seed(seed)
 
-        policy = self._build_net(ep.obs_dim)
+        policy = self.net_ = self._build_net(ep.obs_dim)
         steps = max(2.0, float(np.mean((ep.n - 1) // cfg.stride + 1)))
         with torch.no_grad():
             policy[-1].bias.fill_(-math.log(steps))
@@ -75,6 +77,7 @@ class PolicyGradient(PGConfig, TorchPolicy):
         t0 = time.perf_counter()
         self.history_ = []
         every = record_every(cfg.updates)
+        env_steps = 0  # decisions taken so far, forced ones included
         for update in range(cfg.updates):
             idx = rng.integers(ep.n_samples, size=cfg.episodes_per_update)
             logps, ents, vals, ep_of, t_of = [], [], [], [], []
@@ -100,6 +103,7 @@ class PolicyGradient(PGConfig, TorchPolicy):
 
             end_step, end_row = roll_out(ep.starts[idx], ep.n[idx] - 1, cfg.stride, choose)
             reward = -ep.cost[end_row]
+            env_steps += int((end_step + 1).sum())
             if not logps:
                 continue
             ep_of, t_of = np.concatenate(ep_of), np.concatenate(t_of)
@@ -115,6 +119,10 @@ class PolicyGradient(PGConfig, TorchPolicy):
             if update % every == 0:
                 self.history_.append({"update": update, "mean_episode_cost": float(-reward.mean()),
                                       "entropy": float(ent.detach().mean())})
+                if monitor is not None:
+                    monitor(env_steps, self)
+        if monitor is not None:
+            monitor(env_steps, self)
         self.train_seconds_ = time.perf_counter() - t0
         policy.eval()
         self.net_ = policy
