@@ -93,6 +93,16 @@ REPLAYED = [p for p in POLICIES if CATALOGUE[p].kind == REPLAYED_KIND]
 # size
 BATCHED = [p for p in POLICIES if CATALOGUE[p].kind in (RULE, BATCH)]
 
+# the learning curves of reinforcement-learning policies (policies.learning_curves), one job per
+# cluster, mode, chain size and policy (rule learning_curve), drawn in figure `curves`
+CURVES = config["policies"].get("learning_curves") or {}
+CURVE_POLICIES = CURVES.get("policies", [])
+CURVE_RUNS = [
+    (mode, nodes)
+    for mode in CURVES.get("sim_modes", MODES)
+    for nodes in CURVES.get("chain_nodes", CHAIN_NODES)
+]
+
 
 wildcard_constraints:
     cluster="|".join(CLUSTERS),
@@ -118,6 +128,29 @@ def fit_params(policies):
     if len(policies) == 1:
         return json.dumps(params.get(policies[0], {}))
     return json.dumps({p: params.get(p, {}) for p in policies})
+
+
+def curve_params(wildcards):
+    """`mirage curves --params` of one policy: its policies.params, with the curve's own
+    settings (learning_curves.params) over them."""
+    own = config["policies"].get("params", {}).get(wildcards.rl, {})
+    return json.dumps(
+        {wildcards.rl: {**own, **CURVES.get("params", {}).get(wildcards.rl, {})}}
+    )
+
+
+def curve_dirs(cluster="{cluster}"):
+    """The learning-curve directories of ``cluster`` as (simulator mode, directory) pairs."""
+    return [
+        (mode, f"{R}/{cluster}/{mode}/curves/n{nodes}/{rl}")
+        for mode, nodes in CURVE_RUNS
+        for rl in CURVE_POLICIES
+    ]
+
+
+def curves_flags(wildcards, input):
+    """`mirage figures curves` reads every curve directory of the cluster, with its mode."""
+    return " ".join(f"--curves {m} {d}" for m, d in curve_dirs(wildcards.cluster))
 
 
 def code(*modules):

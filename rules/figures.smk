@@ -40,6 +40,12 @@ FIGURES = {
         training_flags,
     ),
 }
+if CURVE_POLICIES:
+    FIGURES["curves"] = (
+        "Training",
+        {"curves": [d for _, d in curve_dirs()]},
+        curves_flags,
+    )
 
 
 for kind, (category, tables, flags) in FIGURES.items():

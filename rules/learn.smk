@@ -100,6 +100,43 @@ if REPLAYED:
             " --out {output.models} > {log} 2>&1"
 
 
+if CURVE_POLICIES:
+
+    rule learning_curve:
+        # a reinforcement-learning policy fitted with every curve seed on the earlier training
+        # samples, its greedy decisions on the later ones scored about 60 times per fit, and the
+        # plateau of the mean over seeds (mirage.evaluate.curves)
+        input:
+            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
+        output:
+            curves=directory(f"{R}/{{cluster}}/{{mode}}/curves/n{{nodes}}/{{rl}}"),
+        log:
+            f"{LOGS}/{{cluster}}/{{mode}}/learning_curve_{{rl}}_n{{nodes}}.log",
+        benchmark:
+            f"{BENCH}/{{cluster}}/{{mode}}/learning_curve_{{rl}}_n{{nodes}}.tsv"
+        wildcard_constraints:
+            rl="|".join(CURVE_POLICIES),
+        conda:
+            "../envs/learn.yaml"
+        threads: 1
+        resources:
+            gpu=GPUS,
+        params:
+            samples=parent("samples"),
+            seed=config["seed"],
+            seeds=CURVES.get("seeds", 5),
+            held_share=CURVES.get("held_share", 0.25),
+            params=curve_params,
+            costs=COST_FLAGS,
+            device=config["policies"].get("device", "cpu"),
+            code=code("mirage.evaluate.cli", "mirage.policies.curves"),
+        shell:
+            "python -m mirage curves {wildcards.rl} --samples {params.samples}"
+            " --chain-nodes {wildcards.nodes} --seed {params.seed} --seeds {params.seeds}"
+            " --held-share {params.held_share} --params '{params.params}' {params.costs}"
+            " --device {params.device} --threads {threads} --out {output.curves} > {log} 2>&1"
+
+
 rule evaluate:
     input:
         samples=expand(

@@ -39,6 +39,7 @@ def _register_stages(sub) -> None:
     twin_cli.register(samples_cli.register(sub))  # mirage samples twin
     policies_cli.register(sub)
     evaluate_cli.register(sub)
+    evaluate_cli.register_curves(sub)
     figures_cli.register(sub)
     expected.register(sub)
     claims.register(sub)

@@ -103,10 +103,13 @@ def test_tiny_config_runs_the_whole_dag(tiny_run, tmp_path):
                            capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
     run = a / "results" / "tiny"
-    for kind in ("trace", "fidelity", "evaluation", "training"):
+    for kind in ("trace", "fidelity", "evaluation", "training", "curves"):
         pngs = {p.stem for p in (run / "ls6" / "figures" / kind).glob("*.png")}
         pdfs = {p.stem for p in (run / "ls6" / "figures" / kind).glob("*.pdf")}
         assert pngs and pngs == pdfs, kind
+    curves = pd.read_csv(run / "ls6" / "calibrated" / "curves" / "n1" / "pg" / "curves.csv")
+    assert set(curves["seed"]) == {7, 8}
+    assert all(g["env_steps"].is_monotonic_increasing for _, g in curves.groupby("seed"))
     report = (run / "report.md").read_text()
     assert "## Goals" in report and "rows in" in report and "evaluation.md" in report
     for name in ("report", "traces", "models", "provisioning"):

@@ -121,3 +121,69 @@ def register(sub) -> None:
                    help="evaluation.csv/.md, outcomes.parquet, fits.csv, lead_sweep.csv, seeds.csv "
                         "(figures: mirage figures evaluation)")
     p.set_defaults(func=_evaluate)
+
+
+def _curves(args) -> None:
+    import pandas as pd
+
+    from mirage.outcomes import SampleSet
+    from mirage.evaluate.curves import plateaus
+    from mirage.policies.curves import learning_curve
+    from mirage.policies.catalogue import CATALOGUE, TORCH
+    from mirage.policies.registry import make_policy, policy_params
+
+    rl = [e.name for e in CATALOGUE if e.kind == TORCH and e.seeded and e.tunes is None]
+    if set(args.policy) - set(rl):
+        raise MirageError(f"{sorted(set(args.policy) - set(rl))}: learning curves are drawn for "
+                          f"the reinforcement-learning policies ({', '.join(rl)}); a tuned one "
+                          "trains as its untuned policy does")
+    if args.seeds < 1:
+        raise MirageError(f"--seeds {args.seeds}: give at least 1 training seed")
+    params = json.loads(args.params)
+    train = SampleSet.load(args.samples, history=False).split("train")
+    train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes,
+                                           "sample_id"])
+    if len(train) < 4:
+        raise MirageError(f"{args.samples}: {len(train)} training samples with chain_nodes="
+                          f"{args.chain_nodes}, too few for a held-out part; check "
+                          "samples.chain_nodes and the training window in the config")
+
+    def progress(name, seed, frame):
+        last = frame.iloc[-1]
+        print(f"{name} seed {seed}: {int(last.env_steps):,} env steps in {last.seconds:.1f} s, "
+              f"held-out cost {last.held_out_cost:.3f} h (reactive {last.reactive_cost:.3f}, "
+              f"oracle {last.oracle_cost:.3f})", flush=True)
+
+    frames = []
+    for name in args.policy:
+        kw = policy_params(name, params.get(name, {}), c_I=args.c_I, c_O=args.c_O,
+                           device=args.device, threads=args.threads)
+        seeds = range(args.seed, args.seed + args.seeds)
+        frames.append(learning_curve(lambda: make_policy(name, **kw), name, train, seeds,
+                                            args.held_share, args.c_I, args.c_O, progress))
+    table = pd.concat(frames, ignore_index=True).assign(chain_nodes=args.chain_nodes)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out / "curves.csv", index=False)
+    flat = plateaus(table).assign(chain_nodes=args.chain_nodes)
+    flat.to_csv(out / "plateaus.csv", index=False)
+    print(flat.to_string(index=False), flush=True)
+
+
+def register_curves(sub) -> None:
+    p = sub.add_parser("curves", help="learning curves of the reinforcement-learning policies: "
+                       "held-out cost against environment steps over training seeds")
+    p.add_argument("policy", nargs="+", help="reinforcement-learning policies (dqn, pg, ppo, ...)")
+    p.add_argument("--samples", required=True, help="SampleSet directory (mirage samples gather)")
+    options.add_chain_nodes(p)
+    options.add_seed(p, required=True)
+    p.add_argument("--seeds", type=int, default=5, help="training seeds: seed, seed+1, ...")
+    p.add_argument("--held-share", type=float, default=0.25, help="the later share of the "
+                   "training samples (by start time) held out to score the curves")
+    p.add_argument("--params", default="{}", help="JSON mapping a policy name to its parameters "
+                   "(the budget of a curve: e.g. {\"dqn\": {\"total_timesteps\": 400000}})")
+    options.add_costs(p)
+    options.add_device(p)
+    p.add_argument("--threads", type=int, default=1, help="CPU threads for torch")
+    p.add_argument("--out", required=True, help="directory for curves.csv and plateaus.csv")
+    p.set_defaults(func=_curves)

@@ -1,4 +1,4 @@
-"""``mirage figures evaluation|fidelity|trace|training``: every figure, drawn from the tables the
+"""``mirage figures evaluation|fidelity|trace|training|curves``: every figure, drawn from the tables the
 other stages wrote (a figure can be redrawn without re-running what it shows).
 
 Each command reads the tables, has the stage that owns a computation derive what a figure
@@ -105,6 +105,18 @@ def _training(args) -> None:
     write_all(training_figures(histories, label=args.label), args.out_dir)
 
 
+def _curves(args) -> None:
+    import pandas as pd
+
+    from mirage.evaluate.curves import drawn
+    from mirage.figures.curves import CURVE_FILE, curve_figures
+
+    frames = [_read(Path(d) / CURVE_FILE, "learning curve of mirage curves").assign(mode=mode)
+              for mode, d in args.curves]
+    means, flats = drawn(pd.concat(frames, ignore_index=True))
+    write_all(curve_figures(means, flats, label=args.label), args.out_dir)
+
+
 def register(sub) -> None:
     fig = sub.add_parser("figures", help="draw the figures from the tables other stages wrote")
     fsub = fig.add_subparsers(dest="figures_command", required=True)
@@ -131,6 +143,10 @@ def register(sub) -> None:
     p.add_argument("--clean", required=True, help="clean canonical table (.parquet)")
     p.add_argument("--reference", help="another clean table drawn on the same axes")
     p.add_argument("--reference-label", default="reference")
+
+    p = command("curves", "learning curves: held-out cost against environment steps", _curves)
+    p.add_argument("--curves", nargs=2, action="append", required=True, metavar=("MODE", "DIR"),
+                   help="simulator mode and a directory of mirage curves (repeatable)")
 
     p = command("training", "training curves of the DQN and policy-gradient fits", _training)
     p.add_argument("--models", nargs=2, action="append", required=True, metavar=("MODE", "DIR"),

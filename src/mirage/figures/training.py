@@ -18,10 +18,11 @@ from mirage.figures.style import DOUBLE_W, legend_below, log_axis, slug, styled
 
 HISTORY_FILE = "training.csv"
 #: which models have a training history, by the name of their directory
-TRAINED = re.compile(r"(dqn|pg)(_.*)?")
+TRAINED = re.compile(r"(dqn|pg|ppo)(_.*)?")
 #: the x and the second quantity of each kind's history
 KINDS = {"dqn": ("step", "epsilon", "exploration ε"),
-         "pg": ("update", "entropy", "policy entropy")}
+         "pg": ("update", "entropy", "policy entropy"),
+         "ppo": ("update", "entropy", "policy entropy")}
 MODE_LINES = ("-", (0, (4, 1.5)), (0, (1, 1.2)), (0, (5, 1.5, 1, 1.5)))
 
 
