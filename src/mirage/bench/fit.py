@@ -90,19 +90,25 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
     return table
 
 
+def settings_arg(text: str | None, flag: str, example: str) -> dict:
+    """The JSON map of policy name to settings given as ``flag`` (empty when not given)."""
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as e:
+        raise MirageError(f"{flag} {text!r}: not JSON ({e}). Fix: a map of policy name to "
+                          f"settings, e.g. '{example}'") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise MirageError(f"{flag} {text!r}: not a map of policy name to settings. Fix: e.g. "
+                          f"'{example}'")
+    return value
+
+
 def _bench(args) -> None:
     from mirage import config as config_mod
 
     config = config_mod.load(args.config)
     policies = args.policies or fitted_names(config)
-    try:
-        params = json.loads(args.params) if args.params else {}
-    except json.JSONDecodeError as e:
-        raise MirageError(f"--params {args.params!r}: not JSON ({e}). Fix: a map of policy name "
-                          "to settings, e.g. '{\"moe\": {\"epochs\": 1}}'") from None
-    if not isinstance(params, dict) or not all(isinstance(v, dict) for v in params.values()):
-        raise MirageError(f"--params {args.params!r}: not a map of policy name to settings. "
-                          "Fix: e.g. '{\"moe\": {\"epochs\": 1}}'")
+    params = settings_arg(args.params, "--params", '{"moe": {"epochs": 1}}')
     if args.train_samples is not None and args.train_samples < 1:
         raise MirageError(f"--train-samples {args.train_samples}: must be at least 1. Fix: pass "
                           "a positive count, or leave it out for every training sample")
