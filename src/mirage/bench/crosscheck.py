@@ -10,7 +10,11 @@ the earlier part trains, the later ``--held-share`` is held out. Per algorithm a
   ``ProvisioningEnv`` over the same earlier part, with the same standardisation
   (``Scaler.fit`` of its compact features, as ``TorchPolicy._prepare``), the same ``stride`` as
   our policy, the same seed, the same environment steps and MLP width (net_arch [64, 64]), and
-  SB3's defaults otherwise.
+  SB3's defaults otherwise;
+- *sb3_our_start* (the actor-critics): the same, but starting, as ours do, with the submit
+  logit at log(1 / decisions per episode) instead of SB3's 0 (p = 1/2 per decision: a fresh
+  policy then ends nearly every episode in its first few decisions and never sees the
+  predecessor's last hours). The like-for-like verdict of PPO and A2C is this one's.
 
 Both decide greedily on every held-out point (score above 0) and are scored with
 ``curves.HeldOut.cost_of``: mean cost per held-out sample. Ours' score is its
@@ -89,8 +93,7 @@ def budget_params(policy, budget_steps: int, fit_part) -> dict:
     if "total_timesteps" in params:
         return {"total_timesteps": int(budget_steps)}
     if "updates" in params:
-        starts = fit_part.point_starts()
-        decisions = (np.diff(np.append(starts, len(fit_part.points))) - 1) // policy.stride + 1
+        decisions = decisions_per_episode(fit_part, policy.stride)
         per_episode = float(np.mean((decisions + 1) / 2))  # a uniformly drawn stop
         return {"updates": max(1, round(budget_steps / (policy.episodes_per_update * per_episode)))}
     raise MirageError(f"{policy.name}: no budget setting (total_timesteps or updates). Fix: "
@@ -121,8 +124,10 @@ def fit_ours(name: str, params: dict, budget_steps: int, fit_part, seed: int, c_
 
 
 def fit_sb3(algo: str, fit_part, *, stride: int, hidden: int, seed: int, steps: int, c_I, c_O,
-            params: dict):
-    """SB3's ``algo`` trained on ``fit_part``'s environment: (model, scaler, seconds)."""
+            params: dict, start_logit: float | None = None):
+    """SB3's ``algo`` trained on ``fit_part``'s environment: (model, scaler, seconds).
+    ``start_logit``: an actor-critic's submit-minus-wait logit before training (its action
+    layer's bias; SB3 starts it at 0, p(submit) = 1/2), as our policy gradients start theirs."""
     import torch
 
     from mirage.outcomes import compact_matrix
@@ -137,6 +142,9 @@ def fit_sb3(algo: str, fit_part, *, stride: int, hidden: int, seed: int, steps: 
                                       **params.get("policy_kwargs", {})}}
     t0 = time.perf_counter()
     model = getattr(sb3, algo)("MlpPolicy", env, seed=seed, device="cpu", verbose=0, **kw)
+    if start_logit is not None:
+        with torch.no_grad():
+            model.policy.action_net.bias.copy_(torch.tensor([0.0, float(start_logit)]))
     model.learn(total_timesteps=int(steps))
     return model, scaler, time.perf_counter() - t0
 
@@ -166,28 +174,46 @@ def crosscheck_one(name, fit_part, held, seeds, budget_steps, c_I, c_O, params, 
     from mirage.outcomes import compact_matrix
 
     algo = SB3_OF[name]
-    rows = {"ours": ([], [], []), "sb3": ([], [], [])}
+    variants = ["sb3"] + (["sb3_our_start"] if algo != "DQN" else [])
+    rows = {key: ([], [], []) for key in ["ours", *variants]}
     for seed in seeds:
         policy, steps, secs = fit_ours(name, params, budget_steps, fit_part, seed, c_I, c_O)
-        ours = held.cost_of(policy.decision_score(held.data.points))
+        got = {"ours": (held.cost_of(policy.decision_score(held.data.points)), steps, secs)}
         stride = int(getattr(policy, "stride", 1))
-        model, scaler, s_secs = fit_sb3(algo, fit_part, stride=stride, hidden=policy.hidden,
-                                        seed=seed, steps=steps, c_I=c_I, c_O=c_O,
-                                        params=sb3_params)
-        X = scaler.transform(compact_matrix(held.data.points, fit_part.feature_columns))
-        theirs = held.cost_of(sb3_score(model, X))
-        for key, vals in (("ours", (ours, steps, secs)), ("sb3", (theirs, steps, s_secs))):
+        for key in variants:
+            start = start_logit(fit_part, stride) if key == "sb3_our_start" else None
+            model, scaler, s_secs = fit_sb3(algo, fit_part, stride=stride, hidden=policy.hidden,
+                                            seed=seed, steps=steps, c_I=c_I, c_O=c_O,
+                                            params=sb3_params, start_logit=start)
+            X = scaler.transform(compact_matrix(held.data.points, fit_part.feature_columns))
+            got[key] = (held.cost_of(sb3_score(model, X)), steps, s_secs)
+        for key, vals in got.items():
             for col, v in zip(rows[key], vals):
                 col.append(v)
-        progress(f"{name} seed {seed}: ours {ours:.3f} h ({secs:.0f} s), SB3 {algo} "
-                 f"{theirs:.3f} h ({s_secs:.0f} s), {steps} env steps each")
+        progress(f"{name} seed {seed}, {steps} env steps each: " + ", ".join(
+            f"{key} {c:.3f} h ({t:.0f} s)" for key, (c, _, t) in got.items()))
     ours_p = {k: v for k, v in policy.get_params().items() if k not in ("device", "threads")}
-    out = {"sb3_algorithm": algo, "stride": stride,
-           "ours": _stats(*rows["ours"], ours_p), "sb3": _stats(*rows["sb3"], sb3_params)}
-    gap = abs(out["ours"]["mean"] - out["sb3"]["mean"])
-    spread = max(out["ours"]["std"], out["sb3"]["std"])
-    out.update(gap=gap, spread=spread, verdict="agree" if gap <= spread else "differ")
+    out = {"sb3_algorithm": algo, "stride": stride, "ours": _stats(*rows["ours"], ours_p)}
+    for key in variants:
+        out[key] = _stats(*rows[key], sb3_params)
+        gap = abs(out["ours"]["mean"] - out[key]["mean"])
+        spread = max(out["ours"]["std"], out[key]["std"])
+        out[key].update(gap=gap, spread=spread, verdict="agree" if gap <= spread else "differ")
+    # the verdict of the like-for-like comparison: the same start where SB3 lets us set it
+    out.update({k: out[variants[-1]][k] for k in ("gap", "spread", "verdict")})
     return out
+
+
+def decisions_per_episode(fit_part, stride: int) -> np.ndarray:
+    """Each sample's decisions when it waits to its end, one every ``stride`` points."""
+    starts = fit_part.point_starts()
+    return (np.diff(np.append(starts, len(fit_part.points))) - 1) // stride + 1
+
+
+def start_logit(fit_part, stride: int) -> float:
+    """Our policy gradients' submit logit before training: log(1 / decisions per episode), so
+    a fresh policy stops at a roughly uniform decision (mirage.policies.pg)."""
+    return -float(np.log(max(2.0, float(np.mean(decisions_per_episode(fit_part, stride))))))
 
 
 def crosscheck(train, names, *, seeds, budget_steps: int, held_share: float = 0.25,
@@ -223,14 +249,18 @@ def table(result: dict):
 
     rows = []
     for name, a in result["algorithms"].items():
-        for impl, label in (("ours", f"mirage {name}"), ("sb3", f"SB3 {a['sb3_algorithm']}")):
+        labels = {"ours": f"mirage {name}", "sb3": f"SB3 {a['sb3_algorithm']}",
+                  "sb3_our_start": f"SB3 {a['sb3_algorithm']}, our start"}
+        for impl, label in labels.items():
+            if impl not in a:
+                continue
             r = a[impl]
             rows.append({"algorithm": name, "implementation": label,
                          "mean_cost_h": r["mean"], "std_h": r["std"],
                          "per_seed_h": " ".join(f"{c:.3f}" for c in r["cost"]),
                          "env_steps": int(np.mean(r["env_steps"])),
                          "seconds_per_fit": float(np.mean(r["seconds"])),
-                         "verdict": a["verdict"]})
+                         "verdict_against_ours": r.get("verdict", "")})
     return pd.DataFrame(rows)
 
 
@@ -252,7 +282,7 @@ def _bench(args) -> None:
         frame.to_csv(args.csv, index=False)
     print(frame.to_markdown(index=False, floatfmt=".3f"))
     print(f"held-out reactive {result['reactive_cost']:.3f} h, oracle "
-          f"{result['oracle_cost']:.3f} h; " + "; ".join(
+          f"{result['oracle_cost']:.3f} h; like for like: " + "; ".join(
               f"{n}: {a['verdict']} (gap {a['gap']:.3f} h, spread {a['spread']:.3f} h)"
               for n, a in result["algorithms"].items()))
 
