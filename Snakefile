@@ -27,6 +27,7 @@ include: "rules/traces.smk"
 include: "rules/sim.smk"
 include: "rules/samples.smk"
 include: "rules/learn.smk"
+include: "rules/rolling.smk"
 include: "rules/figures.smk"
 include: "rules/report.smk"
 
@@ -47,3 +48,5 @@ rule all:
         rules.report.output,
         rules.check_claims.output,
         rules.run_config.output,
+        # the rolling-origin evaluation's pooled tables, where the config asks for one
+        ROLLING_TARGETS,

@@ -27,6 +27,7 @@ from mirage.policies.catalogue import (
     REPLAYED as REPLAYED_KIND,
     RULE,
 )  # noqa: E402
+from mirage.samples.folds import rolling_folds  # noqa: E402
 from mirage.traces.fetch import PUBLISHED, bundled_trace  # noqa: E402
 
 validate(
@@ -103,6 +104,17 @@ CURVE_RUNS = [
     for nodes in CURVES.get("chain_nodes", CHAIN_NODES)
 ]
 
+# the rolling-origin evaluation (clusters.<c>.rolling): per cluster that has one, its folds by
+# name (the validation start date), each training on the samples before its validation window
+# (mirage.samples.folds); rules/rolling.smk
+ROLLING = {
+    c: rolling_folds(
+        cfg["windows"], cfg["rolling"]["validation"], f"clusters.{c}.rolling.validation"
+    )
+    for c, cfg in sorted(config["clusters"].items())
+    if cfg.get("rolling")
+}
+
 
 wildcard_constraints:
     cluster="|".join(CLUSTERS),
@@ -111,6 +123,7 @@ wildcard_constraints:
     shard=r"\d+",
     nodes=r"\d+",
     k=r"[1-9]\d*",
+    fold=r"\d{4}-\d{2}-\d{2}",
 
 
 # a torch fit asks the cluster for one GPU when the config trains on cuda
@@ -254,6 +267,25 @@ def cluster_table(name, label):
         category="Tables",
         subcategory="{cluster}",
         labels={"table": label, "cluster": "{cluster}"},
+    )
+
+
+def evaluation_table(place, name, label):
+    """A table of the evaluation under ``place`` (rules/learn.smk, EVALUATIONS): a cluster's
+    in the report (cluster_table), a rolling fold's plain."""
+    return (
+        cluster_table(name, label)
+        if place == "{cluster}"
+        else f"{R}/{place}/{name}.csv"
+    )
+
+
+def evaluation_runs(place):
+    """`mirage evaluate --run` of every mode's samples and models under ``place``."""
+    return lambda w: " ".join(
+        f"--run {m} {R}/{place.format_map(w)}/{m}/samples"
+        f" {R}/{place.format_map(w)}/{m}/models"
+        for m in MODES
     )
 
 

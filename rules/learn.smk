@@ -16,47 +16,53 @@ FIT_JOBS = (
 )
 
 
-for name, policies, n_threads, seeded in FIT_JOBS:
-    replica = "-seed{k}" if seeded else ""
+#: where the fits run: a cluster's samples, and with a rolling-origin evaluation every fold's
+#: (rules/rolling.smk), its fit rules named with _fold
+FIT_PLACES = [("", "{cluster}/{mode}")] + (
+    [("_fold", "{cluster}/folds/{fold}/{mode}")] if ROLLING else []
+)
 
-    rule:
-        name:
-            name
-        input:
-            samples=f"{R}/{{cluster}}/{{mode}}/samples/summary.json",
-        output:
-            models=[
-                directory(
-                    f"{R}/{{cluster}}/{{mode}}/models/n{{nodes}}/{policy}{replica}"
-                )
-                for policy in policies
-            ],
-        log:
-            f"{LOGS}/{{cluster}}/{{mode}}/{name.replace('_seed', '_seed{k}')}_n{{nodes}}.log",
-        benchmark:
-            f"{BENCH}/{{cluster}}/{{mode}}/{name.replace('_seed', '_seed{k}')}_n{{nodes}}.tsv"
-        # the forests make fit_policies the longest jobs of a run (4-7 minutes each on real
-        # ls6): started first, they do not leave one core running the last of them alone
-        priority: int(name == "fit_policies")
-        conda:
-            "../envs/learn.yaml"
-        threads: n_threads
-        resources:
-            # the batch policies never use a GPU
-            **({} if name == "fit_policies" else {"gpu": GPUS}),
-        params:
-            samples=parent("samples"),
-            policies=" ".join(policies),
-            seed=(lambda w: config["seed"] + int(w.k)) if seeded else config["seed"],
-            params=fit_params(policies),
-            costs=COST_FLAGS,
-            device=config["policies"].get("device", "cpu"),
-            code=code("mirage.policies.cli"),
-        shell:
-            "python -m mirage fit {params.policies} --samples {params.samples}"
-            " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
-            " {params.costs} --device {params.device}"
-            " --threads {threads} --out {output.models} > {log} 2>&1"
+
+for suffix, place in FIT_PLACES:
+    for name, policies, n_threads, seeded in FIT_JOBS:
+        replica = "-seed{k}" if seeded else ""
+
+        rule:
+            name:
+                name + suffix
+            input:
+                samples=f"{R}/{place}/samples/summary.json",
+            output:
+                models=[
+                    directory(f"{R}/{place}/models/n{{nodes}}/{policy}{replica}")
+                    for policy in policies
+                ],
+            log:
+                f"{LOGS}/{place}/{name.replace('_seed', '_seed{k}')}_n{{nodes}}.log",
+            benchmark:
+                f"{BENCH}/{place}/{name.replace('_seed', '_seed{k}')}_n{{nodes}}.tsv"
+            # the forests make fit_policies the longest jobs of a run (4-7 minutes each on
+            # real ls6): started first, they do not leave one core running the last of them
+            priority: int(name == "fit_policies")
+            conda:
+                "../envs/learn.yaml"
+            threads: n_threads
+            resources:
+                # the batch policies never use a GPU
+                **({} if name == "fit_policies" else {"gpu": GPUS}),
+            params:
+                samples=parent("samples"),
+                policies=" ".join(policies),
+                seed=(lambda w: config["seed"] + int(w.k)) if seeded else config["seed"],
+                params=fit_params(policies),
+                costs=COST_FLAGS,
+                device=config["policies"].get("device", "cpu"),
+                code=code("mirage.policies.cli"),
+            shell:
+                "python -m mirage fit {params.policies} --samples {params.samples}"
+                " --chain-nodes {wildcards.nodes} --seed {params.seed} --params '{params.params}'"
+                " {params.costs} --device {params.device}"
+                " --threads {threads} --out {output.models} > {log} 2>&1"
 
 
 if REPLAYED:
@@ -137,45 +143,52 @@ if CURVE_POLICIES:
             " --device {params.device} --threads {threads} --out {output.curves} > {log} 2>&1"
 
 
-rule evaluate:
-    input:
-        samples=expand(
-            f"{R}/{{{{cluster}}}}/{{mode}}/samples/summary.json",
-            mode=MODES,
-        ),
-        models=expand(
-            f"{R}/{{{{cluster}}}}/{{mode}}/models/n{{nodes}}/{{policy}}",
-            mode=MODES,
-            nodes=CHAIN_NODES,
-            policy=MODELS,
-        ),
-    output:
-        table=cluster_table("evaluation", "evaluation"),
-        markdown=f"{R}/{{cluster}}/evaluation.md",
-        outcomes=f"{R}/{{cluster}}/outcomes.parquet",
-        fits=cluster_table("fits", "fits"),
-        lead_sweep=f"{R}/{{cluster}}/lead_sweep.csv",
-        seeds=cluster_table("seeds", "training seeds"),
-    log:
-        f"{LOGS}/{{cluster}}/evaluate.log",
-    benchmark:
-        f"{BENCH}/{{cluster}}/evaluate.tsv"
-    conda:
-        "../envs/learn.yaml"
-    params:
-        runs=lambda w: " ".join(
-            f"--run {m} {R}/{w.cluster}/{m}/samples {R}/{w.cluster}/{m}/models"
-            for m in MODES
-        ),
-        policies=" ".join(POLICIES),
-        label=lambda w: cluster_cfg(w)["label"],
-        seeds=TRAINING_SEEDS,
-        costs=COST_FLAGS,
-        out=parent("table"),
-        code=code("mirage.evaluate.cli"),
-    shell:
-        "python -m mirage evaluate {params.runs} --policies {params.policies}"
-        " --label '{params.label}' --training-seeds {params.seeds} {params.costs} --out-dir {params.out} > {log} 2>&1"
+#: the evaluations: a cluster's (rule evaluate, its tables in the report) and with a
+#: rolling-origin evaluation every fold's (rule evaluate_fold, pooled by rule rolling)
+EVALUATIONS = [("evaluate", "{cluster}")] + (
+    [("evaluate_fold", "{cluster}/folds/{fold}")] if ROLLING else []
+)
+
+
+for name, place in EVALUATIONS:
+    # in expand: the place's wildcards kept for the rule, {mode} and the others filled
+    kept = place.replace("{", "{{").replace("}", "}}")
+
+    rule:
+        name:
+            name
+        input:
+            samples=expand(f"{R}/{kept}/{{mode}}/samples/summary.json", mode=MODES),
+            models=expand(
+                f"{R}/{kept}/{{mode}}/models/n{{nodes}}/{{policy}}",
+                mode=MODES,
+                nodes=CHAIN_NODES,
+                policy=MODELS,
+            ),
+        output:
+            table=evaluation_table(place, "evaluation", "evaluation"),
+            markdown=f"{R}/{place}/evaluation.md",
+            outcomes=f"{R}/{place}/outcomes.parquet",
+            fits=evaluation_table(place, "fits", "fits"),
+            lead_sweep=f"{R}/{place}/lead_sweep.csv",
+            seeds=evaluation_table(place, "seeds", "training seeds"),
+        log:
+            f"{LOGS}/{place}/evaluate.log",
+        benchmark:
+            f"{BENCH}/{place}/evaluate.tsv"
+        conda:
+            "../envs/learn.yaml"
+        params:
+            runs=evaluation_runs(place),
+            policies=" ".join(POLICIES),
+            label=lambda w: cluster_cfg(w)["label"],
+            seeds=TRAINING_SEEDS,
+            costs=COST_FLAGS,
+            out=parent("table"),
+            code=code("mirage.evaluate.cli"),
+        shell:
+            "python -m mirage evaluate {params.runs} --policies {params.policies}"
+            " --label '{params.label}' --training-seeds {params.seeds} {params.costs} --out-dir {params.out} > {log} 2>&1"
 
 
 rule evaluation:

@@ -22,12 +22,13 @@ def build_parser() -> argparse.ArgumentParser:
 def _register_stages(sub) -> None:
     """Every stage registers its own commands (imports stay light: no torch here)."""
     from mirage import bench, config, notebooks, report
-    from mirage.evaluate import claims, expected
+    from mirage.evaluate import claims, expected, rolling
     from mirage.evaluate import cli as evaluate_cli
     from mirage.figures import cli as figures_cli
     from mirage.live import cli as live_cli
     from mirage.policies import cli as policies_cli
     from mirage.samples import cli as samples_cli
+    from mirage.samples import folds
     from mirage.sim import cli as sim_cli
     from mirage.traces import cli as traces_cli
     from mirage.twin import cli as twin_cli
@@ -36,7 +37,10 @@ def _register_stages(sub) -> None:
     config.register(sub)
     bench.register(sub)
     sim_cli.register(sub)
-    twin_cli.register(samples_cli.register(sub))  # mirage samples twin
+    samples_sub = samples_cli.register(sub)
+    twin_cli.register(samples_sub)  # mirage samples twin
+    folds.register(samples_sub)  # mirage samples fold
+    rolling.register(sub)
     policies_cli.register(sub)
     evaluate_cli.register(sub)
     evaluate_cli.register_curves(sub)

@@ -1,0 +1,73 @@
+"""The rolling-origin evaluation's pooled verdicts (mirage.evaluate.rolling, rule rolling)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mirage.errors import MirageError
+from mirage.evaluate.rolling import BEST, pool, rl_methods, rolling_markdown, rolling_verdicts
+from mirage.outcomes import load_level
+
+
+def _fold(n, first_id, gain, seed, seeds=2):
+    """One fold's outcomes of ``n`` medium-load samples: reactive, quantile (a baseline-like
+    rule), rf, and pg with ``seeds`` training seeds whose interruption is reactive's minus
+    ``gain`` hours (never below zero)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for sid in range(first_id, first_id + n):
+        r = rng.uniform(3.0, 10.0)
+        for policy, x, k in [("reactive", r, 0), ("average", r + 0.3, 0),
+                             ("rf", r - 0.2 * gain, 0), *[("pg", r - gain, s) for s in range(seeds)]]:
+            rows.append({"sample_id": sid, "cluster": "ls6", "chain_nodes": 1, "mode": "calibrated",
+                         "reactive_x_h": r, "policy": policy, "seed": k, "x_h": x,
+                         "cost": max(x, 0.0) + 0.5 * max(-x, 0.0)})
+    out = pd.DataFrame(rows)
+    out["load_level"] = load_level(out["reactive_x_h"])
+    return out
+
+
+def _cell(table, comparison, level="medium"):
+    return table[(table["comparison"] == comparison) & (table["load_level"] == level)].iloc[0]
+
+
+def test_a_clearly_better_rl_policy_is_better_on_the_pooled_folds():
+    # 20 samples in each of two folds: 40 pooled, each fold alone too few
+    out = pool({"2022-12-01": _fold(20, 0, 2.0, 1), "2023-01-01": _fold(20, 100, 2.0, 2)})
+    table = rolling_verdicts(out, seed=3)
+    row = _cell(table, "pg vs reactive")
+    assert (row["n"], row["folds"]) == (40, 2)
+    assert row["verdict"] == "better" and row["high"] < 0
+    assert row["value"] == pytest.approx(-2.0)
+    assert _cell(table, BEST)["verdict"] == "better"
+    assert _cell(table, BEST)[["policy", "against"]].tolist() == ["pg", "reactive"]
+    assert _cell(table, "pg vs best non-RL learned")["against"] == "rf"
+    # the paper's interruption reduction: 2 h of 3-10 h is about 30 %, above its 17 %
+    claim = _cell(table, "pg: interruption reduction")
+    assert claim["verdict"] == "reproduced" and claim["low"] > 17
+    # every sample is medium: no low or heavy rows, and "all" holds the same 40
+    assert set(table["load_level"]) == {"medium", "all"}
+    assert "pg vs reactive" in rolling_markdown(table, "Lonestar6 A100")
+
+
+def test_equal_policies_are_within_noise_and_ten_samples_are_too_few():
+    noisy = _fold(40, 0, 0.0, 4)
+    pg = noisy["policy"] == "pg"
+    # pg is reactive plus zero-mean noise: no difference to find
+    noise = np.random.default_rng(5).normal(0.0, 0.5, pg.sum())
+    noisy.loc[pg, "cost"] = noisy.loc[pg, "cost"] + noise - noise.mean()
+    row = _cell(rolling_verdicts(pool({"f": noisy})), "pg vs reactive")
+    assert row["verdict"] == "within noise" and row["low"] < 0 < row["high"]
+    few = _cell(rolling_verdicts(pool({"f": _fold(10, 0, 2.0, 6)})), "pg vs reactive")
+    assert (few["n"], few["verdict"]) == (10, "too few samples")
+    claim = _cell(rolling_verdicts(pool({"f": _fold(10, 0, 2.0, 6)})), "pg: zero-interruption share")
+    assert claim["verdict"] == "too few samples"
+
+
+def test_a_sample_in_two_folds_is_refused():
+    with pytest.raises(MirageError, match="more than one fold"):
+        pool({"a": _fold(5, 0, 1.0, 1), "b": _fold(5, 3, 1.0, 2)})
+
+
+def test_rl_methods_are_the_catalogues_seeded_torch_policies():
+    assert rl_methods(["rf", "pg_tuned", "reactive", "dqn", "pg_transformer"]) == ["dqn", "pg_tuned"]
