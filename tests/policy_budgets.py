@@ -13,9 +13,11 @@ FAST = {
     "rf_tuned": {"model_params": {"n_estimators": 50}},
     "dqn": {"total_timesteps": 40_000, "learning_starts": 2_000},
     "pg": {"updates": 150},
+    "ppo": {"total_timesteps": 60_000},
     # cross-fitted: one fit per time block plus the final one
     "dqn_tuned": {"total_timesteps": 20_000, "learning_starts": 2_000, "n_blocks": 2},
     "pg_tuned": {"updates": 100, "n_blocks": 2},
+    "ppo_tuned": {"total_timesteps": 40_000, "n_blocks": 2},
     "service_level": {"taus": (0.667, 0.9, 0.975), "n_blocks": 2, "min_level_samples": 5},
 }
 
