@@ -5,7 +5,7 @@
 #: that fit in seconds (BATCHED) in one process: a process per policy would spend more starting
 #: Python and reading the samples than most of them take to fit. The torch policies with the
 #: config's seed in one process per group (one GPU where the config trains on cuda; a tuned
-#: policy takes its untuned twin's final fit there): the compact nets (dqn*, pg, pg_tuned) on one
+#: policy takes its untuned twin's final fit there): the compact nets (dqn*, pg*, ppo*) on one
 #: thread, the history models (transformer*, moe*, pg_transformer) on two, a fixed count: their
 #: results depend on it (TORCH_GROUPS). The seeded torch policies (reinforcement learning) with
 #: training seed seed + k, one job per group and k (policies.training_seeds): models/nK/POLICY-seedk.

@@ -1,8 +1,9 @@
-"""Training curves of the policies that learn by trial (DQN, policy gradient), drawn from the
+"""Training curves of the policies that learn by trial (DQN, REINFORCE, PPO), drawn from the
 ``training.csv`` that ``mirage fit`` writes beside their model (the fit's ``history_``).
 
-DQN records ``step, epsilon, mean_episode_cost`` (the mean over the last 200 episodes), the
-policy gradient ``update, mean_episode_cost, entropy``, each about 60 times per fit
+DQN records ``step, epsilon, mean_episode_cost`` (the mean over the last 200 episodes),
+REINFORCE and PPO ``update, mean_episode_cost, entropy`` (PPO also ``env_steps``, ``approx_kl``
+and ``clipfrac``), each about 60 times per fit
 (mirage.policies.neural.HISTORY_POINTS).
 """
 
