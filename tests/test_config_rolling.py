@@ -3,7 +3,7 @@
 import copy
 
 import pytest
-from paths import REPO
+from paths import REPO, shipped_config
 
 from mirage.config import layered, load, load_schema, validate
 from mirage.errors import ConfigError
@@ -11,7 +11,7 @@ from mirage.samples.folds import rolling_folds
 
 
 def test_ls6_rolling_validates_with_four_monthly_folds_ending_on_its_own_validation_month():
-    config = load(REPO / "config" / "ls6-rolling.yaml")
+    config = shipped_config(REPO / "config" / "ls6-rolling.yaml")
     ls6 = config["clusters"]["ls6"]
     folds = rolling_folds(ls6["windows"], ls6["rolling"]["validation"], "rolling")
     assert list(folds) == ["2022-12-01", "2023-01-01", "2023-02-01", "2023-03-01"]
@@ -19,7 +19,7 @@ def test_ls6_rolling_validates_with_four_monthly_folds_ending_on_its_own_validat
     assert folds["2023-03-01"] == {"train": ("2022-11-01", "2023-02-28"),
                                    "validation": ("2023-03-01", "2023-03-31")}
     real = load(REPO / "config" / "ls6-real.yaml")
-    assert config["policies"] == real["policies"]
+    assert config["policies"] == real["policies"] and config["run"] == "ls6-real"
     assert ls6["windows"] == real["clusters"]["ls6"]["windows"]
 
 
