@@ -66,7 +66,7 @@ def _fmt(v: float, unit: str) -> str:
     return f"{v if unit == '%' else 100 * v:.0f} %"
 
 
-def _per_sample(out: pd.DataFrame, policy: str) -> pd.DataFrame:
+def per_sample(out: pd.DataFrame, policy: str) -> pd.DataFrame:
     """``policy``'s interruption and zero-interruption indicator per sample (a mean over its
     training seeds), with reactive's interruption and the load level, in sample order."""
     mine = out[out["policy"] == policy]
@@ -103,7 +103,8 @@ def cell_interval(s: pd.DataFrame, claim: str, seed) -> dict:
     return {"value": value, "low": float(low), "high": float(high), "n": len(s)}
 
 
-def _cell_verdict(iv: dict, low_end: float) -> str:
+def cell_verdict(iv: dict, low_end: float) -> str:
+    """A claim's verdict from its interval ``iv`` against the claim's lower end."""
     if iv["low"] >= low_end - 1e-9:
         return REPRODUCED
     if iv["high"] < low_end - 1e-9:
@@ -124,7 +125,7 @@ def _claim_row(setting: pd.DataFrame, claim: str, policy: str | None, seed) -> d
         return row | {"verdict": NOT_APPLICABLE, "why": "no learned policy in this run"}
     if policy not in set(setting["policy"]):
         return row | {"verdict": NOT_APPLICABLE, "why": f"{policy} was not run in this setting"}
-    samples = _per_sample(setting, policy)
+    samples = per_sample(setting, policy)
     counts = samples["load_level"].value_counts()
     levels = [lvl for lvl in LOAD_LEVELS if counts.get(lvl, 0) >= MIN_CELL_SAMPLES]
     cells = {lvl: samples[samples["load_level"] == lvl] for lvl in levels}
@@ -145,7 +146,7 @@ def _claim_row(setting: pd.DataFrame, claim: str, policy: str | None, seed) -> d
         return row | {"verdict": NOT_APPLICABLE,
                       "why": "reactive never interrupted here: nothing to reduce"}
     values = np.array([iv["value"] for iv in ivs.values()])
-    verdicts = {lvl: _cell_verdict(iv, low_end) for lvl, iv in ivs.items()}
+    verdicts = {lvl: cell_verdict(iv, low_end) for lvl, iv in ivs.items()}
     row |= {"cells": ", ".join(f"{lvl} ({iv['n']})" for lvl, iv in ivs.items()),
             "measured": "; ".join(_cell_text(lvl, iv, unit) for lvl, iv in ivs.items()),
             "measured_min": float(values.min()), "measured_max": float(values.max())}

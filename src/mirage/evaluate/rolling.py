@@ -31,8 +31,8 @@ import pandas as pd
 
 from mirage import options
 from mirage.errors import MirageError
-from mirage.evaluate.claims import (NOT_APPLICABLE, PAPER_CLAIMS, TOO_FEW, _cell_verdict,
-                                    _per_sample, cell_interval)
+from mirage.evaluate.claims import (NOT_APPLICABLE, PAPER_CLAIMS, TOO_FEW, cell_verdict,
+                                    per_sample, cell_interval)
 from mirage.evaluate.metrics import (ALL, BASELINES, LOAD_LEVELS, MIN_BOOTSTRAP_SAMPLES,
                                      NOT_LEARNED, paired_difference, to_markdown, verdict)
 from mirage.policies.catalogue import CATALOGUE, TORCH
@@ -98,7 +98,7 @@ def _claim_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
     """The paper's two claims for every RL method of one cell (claims.py's interval)."""
     rows = []
     for m in rl_methods(cell["policy"].unique()):
-        samples = _per_sample(cell, m)
+        samples = per_sample(cell, m)
         for claim, (low_end, _, unit, _) in PAPER_CLAIMS.items():
             tag = "/".join(map(str, [*key.values(), m, claim]))
             iv = cell_interval(samples, claim, [seed, zlib.crc32(tag.encode())])
@@ -107,7 +107,7 @@ def _claim_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
             elif iv["n"] < MIN_BOOTSTRAP_SAMPLES:
                 v = TOO_FEW
             else:
-                v = _cell_verdict(iv, low_end)
+                v = cell_verdict(iv, low_end)
             rows.append(_row(key, f"{m}: {CLAIM_NAMES[claim]}", m, f">= {low_end:g} {unit}",
                              iv["value"], iv["low"], iv["high"], unit, v))
     return rows
