@@ -30,9 +30,13 @@ def test_snakefmt_clean():
 
 @pytest.mark.parametrize("configfile", [None, "config/paper.yaml", "config/tiny.yaml",
                                         "config/ls6-real.yaml", "config/ls6-feb.yaml",
-                                        "config/ls6-seeds.yaml", "config/ls6-history.yaml"])
+                                        "config/ls6-seeds.yaml", "config/ls6-history.yaml",
+                                        # the overlays of ls6-real's run
+                                        "config/ls6-real.yaml config/ls6-curves.yaml",
+                                        "config/ls6-real.yaml config/ls6-rolling.yaml"])
 def test_dry_run(configfile):
-    args = ["-n", "--quiet", "rules"] + (["--configfile", configfile] if configfile else [])
+    args = ["-n", "--quiet", "rules"] + (["--configfile", *configfile.split()] if configfile
+                                         else [])
     res = snakemake(*args)
     assert res.returncode == 0, res.stdout + res.stderr
     text = res.stdout + res.stderr
