@@ -158,7 +158,9 @@ def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
     # compact nets on one thread (fit_torch), the history models on two (fit_history)
     groups = {"fit_torch": ({"dqn", "dqn_tuned", "pg", "pg_tuned"}, "1"),  # the tiny config's
               "fit_history": ({"transformer", "moe"}, "2")}
-    for device, gpu_jobs in (("cpu", 0), ("cuda", 4), ("cuda:1", 4)):
+    # GPU jobs on cuda: one per fit group and chain size (1 and 8 nodes), and one per learning
+    # curve (the tiny config's dqn and pg at 1 node)
+    for device, gpu_jobs in (("cpu", 0), ("cuda", 6), ("cuda:1", 6)):
         cfg = tmp_path / f"{device}.yaml"
         tiny = yaml.safe_load(TINY.read_text())
         tiny["policies"]["device"] = device
@@ -168,7 +170,10 @@ def test_torch_fits_ask_for_a_gpu_only_when_the_config_trains_on_cuda(tmp_path):
         assert res.returncode == 0, res.stdout + res.stderr
         jobs = re.split(r"\n(?=(?:local)?rule \w+:)", res.stdout)
         gpu = [job for job in jobs if "gpu=1" in job]
-        assert len(gpu) == gpu_jobs, device  # one per group and chain size (1 and 8 nodes)
+        assert len(gpu) == gpu_jobs, device
+        curves = [job for job in jobs if re.match(r"(?:local)?rule learning_curve:", job)]
+        assert len(curves) == 2 and all(("gpu=1" in j) == device.startswith("cuda")
+                                        for j in curves), device
         seen = {}
         for job in jobs:
             rule = re.match(r"(?:local)?rule (\w+):", job)
