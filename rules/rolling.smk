@@ -54,6 +54,9 @@ rule rolling:
             subcategory="{cluster}",
             labels={"table": "rolling-origin (markdown)", "cluster": "{cluster}"},
         ),
+        # every policy's metrics over the pooled folds (what `mirage expected` checks)
+        evaluation=f"{R}/{{cluster}}/rolling/evaluation.csv",
+        seeds=f"{R}/{{cluster}}/rolling/seeds.csv",
     log:
         f"{LOGS}/{{cluster}}/rolling.log",
     benchmark:
@@ -69,7 +72,8 @@ rule rolling:
         code=code("mirage.evaluate.rolling"),
     shell:
         "python -m mirage rolling {params.folds} --label '{params.label}'"
-        " --seed {params.seed} --table {output.table} --out {output.markdown} > {log} 2>&1"
+        " --seed {params.seed} --table {output.table} --out {output.markdown}"
+        " --evaluation {output.evaluation} > {log} 2>&1"
 
 
 rule rolling_evaluation:

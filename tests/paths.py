@@ -12,13 +12,6 @@ def shipped_config(path) -> dict:
     """A shipped config (config/*.yaml) as Snakemake merges it: over the defaults and, for an
     overlay (its `run` names another shipped config, e.g. config/ls6-curves.yaml over
     ls6-real.yaml), over that config too; validated."""
-    import yaml
+    from mirage.config import load_shipped
 
-    from mirage.config import layered, load, merge, validate
-
-    path = Path(path)
-    own = yaml.safe_load(path.read_text()) or {}
-    base = REPO / "config" / f"{own.get('run')}.yaml"
-    if own.get("run") and base.is_file() and base != path:
-        return validate(merge(layered(base), own), source=f"{base} + {path}")
-    return load(path)
+    return load_shipped(path)

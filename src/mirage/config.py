@@ -97,6 +97,27 @@ def layered(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
     return merge(_read(Path(defaults)), config) if defaults else config
 
 
+def overlay_base(path: str | Path) -> Path | None:
+    """The config an overlay is merged over: the ``config/<run>.yaml`` beside it that its
+    ``run`` names, when that is another file (``config/ls6-rolling.yaml`` adds folds to
+    ``ls6-real.yaml``'s run: ``--configfile config/ls6-real.yaml config/ls6-rolling.yaml``);
+    None for a config that stands alone."""
+    path = Path(path).resolve()
+    run = (_read(path) or {}).get("run")
+    base = path.parent / f"{run}.yaml" if run else None
+    return base if base is not None and base.is_file() and base != path else None
+
+
+def load_shipped(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
+    """A config as Snakemake merges it: over the defaults and, for an overlay
+    (``overlay_base``), over its base config too; validated."""
+    base = overlay_base(path)
+    if base is None:
+        return load(path, defaults)
+    return validate(merge(layered(base, defaults), _read(Path(path)) or {}),
+                    source=f"{base} + {path}")
+
+
 def run_name(config: dict, path: str | Path | None = None) -> str:
     """Where a run writes (results/<run>/): the config's ``run``, else its file's name."""
     return str(config.get("run") or (Path(path).stem if path else "default"))

@@ -8,6 +8,9 @@ and ``args.c_I``; ``samples.chain_nodes`` is ``--chain-nodes`` and ``args.chain_
 from __future__ import annotations
 
 import argparse
+import json
+
+from mirage.errors import MirageError
 
 
 def add_seed(p: argparse.ArgumentParser, help: str = "the config's seed", *,
@@ -46,3 +49,16 @@ def add_device(p: argparse.ArgumentParser) -> None:
     """``--device``: the torch device of the torch policies (``policies.device``)."""
     p.add_argument("--device", default="cpu",
                    help="torch device of the torch policies (policies.device; default cpu)")
+
+
+def settings_arg(text: str | None, flag: str, example: str) -> dict:
+    """The JSON map of policy name to settings given as ``flag`` (empty when not given)."""
+    try:
+        value = json.loads(text) if text else {}
+    except json.JSONDecodeError as e:
+        raise MirageError(f"{flag} {text!r}: not JSON ({e}). Fix: a map of policy name to "
+                          f"settings, e.g. '{example}'") from None
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise MirageError(f"{flag} {text!r}: not a map of policy name to settings. Fix: e.g. "
+                          f"'{example}'")
+    return value

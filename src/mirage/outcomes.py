@@ -154,6 +154,10 @@ class SampleSet:
     def split(self, name: str) -> "SampleSet":
         return self.subset(self.samples.loc[self.samples["split"] == name, "sample_id"])
 
+    def chain(self, nodes: int) -> "SampleSet":
+        """The samples of chains of ``nodes`` nodes (``chain_nodes``)."""
+        return self.subset(self.samples.loc[self.samples["chain_nodes"] == nodes, "sample_id"])
+
     def __len__(self) -> int:
         return len(self.samples)
 
@@ -250,3 +254,19 @@ def reference_outcomes(data: SampleSet, c_I: float = 1.0, c_O: float = 0.5) -> p
                         "oracle_cost": np.minimum.reduceat(cost(x, c_I, c_O), starts)})
     ref["load_level"] = load_level(ref["reactive_x_h"])
     return ref
+
+
+def training_samples(directory, chain_nodes: int, *, history: bool = False, at_least: int = 1,
+                     purpose: str = "a fit") -> SampleSet:
+    """The training samples of chains of ``chain_nodes`` nodes in a run's SampleSet directory
+    (``history``: with the 144 x 42 history); an error naming the run's chain sizes when there
+    are fewer than ``at_least``."""
+    train = SampleSet.load(directory, history=history).split("train")
+    mine = train.chain(chain_nodes)
+    if len(mine) < at_least:
+        sizes = ", ".join(map(str, sorted(set(int(n) for n in train.samples["chain_nodes"]))))
+        raise MirageError(f"{directory}: {len(mine)} training samples with chain_nodes="
+                          f"{chain_nodes}, too few for {purpose} (at least {at_least}). Fix: a "
+                          f"chain size of the run's samples ({sizes or 'none'}; "
+                          "samples.chain_nodes) or a longer training window in the config")
+    return mine

@@ -107,3 +107,18 @@ def test_a_file_written_before_seeds_reads_as_points(tmp_path):
     exp = read_expected(path)
     assert (exp["check"] == "point").all()
     assert check(_table(0.55), exp)["ok"].all() and not check(_table(0.7), exp)["ok"].all()
+
+
+def test_a_rolling_runs_reference_is_its_pooled_folds_tables(tmp_path):
+    from mirage.evaluate.expected import reference_tables
+
+    for cluster in ("ls6", "frontera"):
+        (tmp_path / cluster).mkdir()
+        (tmp_path / cluster / "evaluation.csv").write_text("")
+    plain = {"clusters": {"ls6": {}, "frontera": {}}}
+    assert reference_tables(tmp_path, plain) == [tmp_path / "frontera" / "evaluation.csv",
+                                                 tmp_path / "ls6" / "evaluation.csv"]
+    rolling = {"clusters": {"ls6": {"rolling": {"validation": [{"start": "2023-01-01",
+                                                                "end": "2023-01-31"}]}},
+                            "frontera": {}}}
+    assert reference_tables(tmp_path, rolling) == [tmp_path / "ls6" / "rolling" / "evaluation.csv"]

@@ -5,7 +5,8 @@ import pandas as pd
 import pytest
 
 from mirage.errors import MirageError
-from mirage.evaluate.rolling import BEST, pool, rl_methods, rolling_markdown, rolling_verdicts
+from mirage.evaluate.rolling import (BEST, pool, pooled_evaluation, rl_methods, rolling_markdown,
+                                     rolling_verdicts)
 from mirage.outcomes import load_level
 
 
@@ -21,7 +22,9 @@ def _fold(n, first_id, gain, seed, seeds=2):
                              ("rf", r - 0.2 * gain, 0), *[("pg", r - gain, s) for s in range(seeds)]]:
             rows.append({"sample_id": sid, "cluster": "ls6", "chain_nodes": 1, "mode": "calibrated",
                          "reactive_x_h": r, "policy": policy, "seed": k, "x_h": x,
-                         "cost": max(x, 0.0) + 0.5 * max(-x, 0.0)})
+                         "cost": max(x, 0.0) + 0.5 * max(-x, 0.0),
+                         "interruption_h": max(x, 0.0), "overlap_h": max(-x, 0.0),
+                         "overlap_node_hours": max(-x, 0.0), "oracle_cost": 0.0})
     out = pd.DataFrame(rows)
     out["load_level"] = load_level(out["reactive_x_h"])
     return out
@@ -71,3 +74,35 @@ def test_a_sample_in_two_folds_is_refused():
 
 def test_rl_methods_are_the_catalogues_seeded_torch_policies():
     assert rl_methods(["rf", "pg_tuned", "reactive", "dqn", "pg_transformer"]) == ["dqn", "pg_tuned"]
+
+
+def test_the_pooled_evaluation_is_every_policys_mean_over_all_folds_samples():
+    a, b = _fold(20, 0, 2.0, 1), _fold(30, 100, 1.0, 2)
+    out = pool({"2022-12-01": a, "2023-01-01": b})
+    table, spread = pooled_evaluation(out)
+    row = table[(table["policy"] == "rf") & (table["load_level"] == "all")].iloc[0]
+    both = pd.concat([a, b])
+    assert (row["cluster"], row["mode"], row["n"]) == ("ls6", "calibrated", 50)
+    assert row["cost"] == pytest.approx(both.loc[both["policy"] == "rf", "cost"].mean())
+    # pg: two training seeds, the same in every fold; its row is the mean over them
+    pg = table[(table["policy"] == "pg") & (table["load_level"] == "all")].iloc[0]
+    assert pg["seeds"] == 2
+    assert pg["cost"] == pytest.approx(both.loc[both["policy"] == "pg", "cost"].mean())
+    assert set(spread["policy"]) == {"pg"} and (spread["seeds"] == 2).all()
+
+
+def test_the_rolling_command_writes_the_pooled_evaluation_for_expected_values(tmp_path):
+    from mirage.cli import main
+    from mirage.evaluate.expected import check, expected_from, read_seeds
+
+    paths = []
+    for name, part in (("f1", _fold(20, 0, 2.0, 1)), ("f2", _fold(20, 100, 2.0, 2))):
+        paths += ["--fold", name, str(tmp_path / f"{name}.parquet")]
+        part.to_parquet(paths[-1])
+    ev = tmp_path / "rolling" / "evaluation.csv"
+    main(["rolling", *paths, "--table", str(tmp_path / "rolling.csv"),
+          "--out", str(tmp_path / "rolling.md"), "--evaluation", str(ev)])
+    table = pd.read_csv(ev)
+    assert (tmp_path / "rolling" / "seeds.csv").exists()
+    res = check(table, expected_from(table, seeds=read_seeds([ev])))
+    assert res["ok"].all() and len(res) == 4 * 4  # 4 policies x 4 metrics, all levels

@@ -131,3 +131,13 @@ def test_the_fingerprint_of_mirage_fit_and_only_of_it_covers_every_policy_module
     # not rerun on an edit of a policy
     for light in ("mirage.config", "mirage.figures.style"):
         assert "mirage.policies.dqn" not in closure(light), light
+
+
+def test_the_reinforcement_learning_policies_are_the_seeded_torch_ones():
+    from mirage.policies.catalogue import CATALOGUE
+
+    rl = CATALOGUE.reinforcement_learning()
+    assert {"dqn", "dqn_tuned", "pg", "pg_tuned", "ppo", "ppo_tuned"} <= set(rl)
+    assert not {"rf", "reactive", "pg_transformer", "transformer"} & set(rl)
+    assert CATALOGUE.reinforcement_learning(tuned=False) == tuple(
+        n for n in rl if not n.endswith("_tuned"))

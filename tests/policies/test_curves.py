@@ -91,10 +91,15 @@ def test_curves_command_writes_curves_plateaus_and_figure(synth, tmp_path, capsy
     (["rf"], "reinforcement-learning policies"),
     (["dqn_tuned"], "a tuned one trains as its untuned policy does"),
     (["pg", "--seeds", "0"], "at least 1 training seed"),
+    (["pg", "--params", "{pg: 1}"], "--params '{pg: 1}': not JSON"),
+    (["pg", "--chain-nodes", "3"], "0 training samples with chain_nodes=3, too few for a "
+                                   "held-out part (at least 4). Fix: a chain size of the run's "
+                                   "samples (1"),
 ])
 def test_curves_command_refuses_what_it_cannot_draw(synth, tmp_path, capsys, argv, message):
     samples = tmp_path / "samples"
     synth.save(samples)
-    code = main(["curves", *argv, "--samples", str(samples), "--chain-nodes", "1", "--seed", "0",
-                 "--out", str(tmp_path / "o")])
+    code = main(["curves", *argv, "--samples", str(samples), "--seed", "0",
+                 "--out", str(tmp_path / "o")]
+                + ([] if "--chain-nodes" in argv else ["--chain-nodes", "1"]))
     assert code == 2 and message in capsys.readouterr().err

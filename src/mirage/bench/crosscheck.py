@@ -73,20 +73,6 @@ def check_args(names, seeds: int, budget_steps: int) -> None:
         raise MirageError(f"--seeds {seeds}: must be at least 1. Fix: pass how many seeds, e.g. 5")
 
 
-def chain_samples(samples, chain_nodes: int):
-    """The training samples of ``chain_nodes`` in the run's SampleSet directory ``samples``."""
-    from mirage.outcomes import SampleSet
-
-    train = SampleSet.load(samples, history=False).split("train")
-    mine = train.samples.loc[train.samples["chain_nodes"] == chain_nodes, "sample_id"]
-    if len(mine) < 2:
-        sizes = sorted(set(train.samples["chain_nodes"].tolist()))
-        raise MirageError(f"{samples}: {len(mine)} training samples with chain_nodes="
-                          f"{chain_nodes}, too few to hold some out. Fix: pass --chain-nodes "
-                          f"of the run's samples ({', '.join(map(str, sizes)) or 'none'})")
-    return train.subset(mine)
-
-
 def budget_params(policy, budget_steps: int, fit_part) -> dict:
     """Our policy's budget setting for ``budget_steps`` environment steps (see the module)."""
     params = policy.get_params()
@@ -172,6 +158,7 @@ def crosscheck_one(name, fit_part, held, seeds, budget_steps, c_I, c_O, params, 
                    progress=print) -> dict:
     """Both implementations of algorithm ``name`` over ``seeds``, scored on ``held``."""
     from mirage.outcomes import compact_matrix
+    from mirage.policies.neural import start_logit
 
     algo = SB3_OF[name]
     variants = ["sb3"] + (["sb3_our_start"] if algo != "DQN" else [])
@@ -181,7 +168,8 @@ def crosscheck_one(name, fit_part, held, seeds, budget_steps, c_I, c_O, params, 
         got = {"ours": (held.cost_of(policy.decision_score(held.data.points)), steps, secs)}
         stride = int(getattr(policy, "stride", 1))
         for key in variants:
-            start = start_logit(fit_part, stride) if key == "sb3_our_start" else None
+            start = (start_logit(decisions_per_episode(fit_part, stride))
+                     if key == "sb3_our_start" else None)
             model, scaler, s_secs = fit_sb3(algo, fit_part, stride=stride, hidden=policy.hidden,
                                             seed=seed, steps=steps, c_I=c_I, c_O=c_O,
                                             params=sb3_params, start_logit=start)
@@ -208,12 +196,6 @@ def decisions_per_episode(fit_part, stride: int) -> np.ndarray:
     """Each sample's decisions when it waits to its end, one every ``stride`` points."""
     starts = fit_part.point_starts()
     return (np.diff(np.append(starts, len(fit_part.points))) - 1) // stride + 1
-
-
-def start_logit(fit_part, stride: int) -> float:
-    """Our policy gradients' submit logit before training: log(1 / decisions per episode), so
-    a fresh policy stops at a roughly uniform decision (mirage.policies.pg)."""
-    return -float(np.log(max(2.0, float(np.mean(decisions_per_episode(fit_part, stride))))))
 
 
 def crosscheck(train, names, *, seeds, budget_steps: int, held_share: float = 0.25,
@@ -266,11 +248,12 @@ def table(result: dict):
 
 def _bench(args) -> None:
     check_args(args.policies, args.seeds, args.budget_steps)
-    from mirage.bench.fit import settings_arg
+    from mirage.outcomes import training_samples
 
-    params = settings_arg(args.params, "--params", '{"dqn": {"batch_size": 64}}')
-    sb3_params = settings_arg(args.sb3_params, "--sb3-params", '{"dqn": {"gamma": 1.0}}')
-    train = chain_samples(args.samples, args.chain_nodes)
+    params = options.settings_arg(args.params, "--params", '{"dqn": {"batch_size": 64}}')
+    sb3_params = options.settings_arg(args.sb3_params, "--sb3-params", '{"dqn": {"gamma": 1.0}}')
+    train = training_samples(args.samples, args.chain_nodes, at_least=2,
+                             purpose="holding some out")
     result = crosscheck(train, args.policies, seeds=range(args.seed, args.seed + args.seeds),
                         budget_steps=args.budget_steps, held_share=args.held_share,
                         c_I=args.c_I, c_O=args.c_O, params=params, sb3_params=sb3_params)

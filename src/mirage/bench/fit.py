@@ -15,7 +15,6 @@ fits take hours on a CPU, measured for memory and time per example on a few samp
 from __future__ import annotations
 
 import argparse
-import json
 import resource
 import sys
 import tempfile
@@ -90,25 +89,12 @@ def bench_fit(samples, config: dict, policies, chain_nodes, *, device: str = "cp
     return table
 
 
-def settings_arg(text: str | None, flag: str, example: str) -> dict:
-    """The JSON map of policy name to settings given as ``flag`` (empty when not given)."""
-    try:
-        value = json.loads(text) if text else {}
-    except json.JSONDecodeError as e:
-        raise MirageError(f"{flag} {text!r}: not JSON ({e}). Fix: a map of policy name to "
-                          f"settings, e.g. '{example}'") from None
-    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
-        raise MirageError(f"{flag} {text!r}: not a map of policy name to settings. Fix: e.g. "
-                          f"'{example}'")
-    return value
-
-
 def _bench(args) -> None:
     from mirage import config as config_mod
 
     config = config_mod.load(args.config)
     policies = args.policies or fitted_names(config)
-    params = settings_arg(args.params, "--params", '{"moe": {"epochs": 1}}')
+    params = options.settings_arg(args.params, "--params", '{"moe": {"epochs": 1}}')
     if args.train_samples is not None and args.train_samples < 1:
         raise MirageError(f"--train-samples {args.train_samples}: must be at least 1. Fix: pass "
                           "a positive count, or leave it out for every training sample")

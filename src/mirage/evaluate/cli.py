@@ -36,7 +36,7 @@ def lead_sweeps(policies: dict, validation, c_I: float, c_O: float) -> list[pd.D
 
 
 def _evaluate(args) -> None:
-    from mirage.evaluate.metrics import outcomes, per_seed, seed_spread, summarize, to_markdown
+    from mirage.evaluate.metrics import evaluation_tables, outcomes, to_markdown
     from mirage.policies import replica_names
     from mirage.policies.fitting import load_fitted
     from mirage.outcomes import SampleSet
@@ -81,16 +81,11 @@ def _evaluate(args) -> None:
             sweeps += [sw.assign(mode=mode, chain_nodes=int(nodes))
                        for sw in lead_sweeps(policies, part, args.c_I, args.c_O)]
     out = pd.concat(all_outcomes, ignore_index=True)
-    tables, spreads = [], []
-    for mode, part in out.groupby("mode", sort=False):
-        tables.append(summarize(part.drop(columns="mode")).assign(mode=mode))
-        spreads.append(per_seed(part.drop(columns="mode")).assign(mode=mode))
-    table = pd.concat(tables, ignore_index=True)
-    table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
+    table, spread = evaluation_tables(out)
     table.to_csv(out_dir / "evaluation.csv", index=False)
     # the spread over training seeds of the policies fitted more than once (a header alone
     # when every policy was fitted once)
-    seed_spread(pd.concat(spreads, ignore_index=True)).to_csv(out_dir / "seeds.csv", index=False)
+    spread.to_csv(out_dir / "seeds.csv", index=False)
     title = f"# {args.label}: every policy on the validation samples\n\n" if args.label else ""
     (out_dir / "evaluation.md").write_text(title + to_markdown(table) + "\n")
     out.to_parquet(out_dir / "outcomes.parquet", index=False)
@@ -126,27 +121,22 @@ def register(sub) -> None:
 def _curves(args) -> None:
     import pandas as pd
 
-    from mirage.outcomes import SampleSet
+    from mirage.outcomes import training_samples
     from mirage.evaluate.curves import plateaus
     from mirage.policies.curves import learning_curve
-    from mirage.policies.catalogue import CATALOGUE, TORCH
+    from mirage.policies.catalogue import CATALOGUE
     from mirage.policies.registry import make_policy, policy_params
 
-    rl = [e.name for e in CATALOGUE if e.kind == TORCH and e.seeded and e.tunes is None]
+    rl = CATALOGUE.reinforcement_learning(tuned=False)
     if set(args.policy) - set(rl):
         raise MirageError(f"{sorted(set(args.policy) - set(rl))}: learning curves are drawn for "
                           f"the reinforcement-learning policies ({', '.join(rl)}); a tuned one "
                           "trains as its untuned policy does")
     if args.seeds < 1:
         raise MirageError(f"--seeds {args.seeds}: give at least 1 training seed")
-    params = json.loads(args.params)
-    train = SampleSet.load(args.samples, history=False).split("train")
-    train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes,
-                                           "sample_id"])
-    if len(train) < 4:
-        raise MirageError(f"{args.samples}: {len(train)} training samples with chain_nodes="
-                          f"{args.chain_nodes}, too few for a held-out part; check "
-                          "samples.chain_nodes and the training window in the config")
+    params = options.settings_arg(args.params, "--params", '{"dqn": {"total_timesteps": 80000}}')
+    train = training_samples(args.samples, args.chain_nodes, at_least=4,
+                             purpose="a held-out part")
 
     def progress(name, seed, frame):
         last = frame.iloc[-1]

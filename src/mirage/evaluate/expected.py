@@ -158,9 +158,21 @@ def _write_cmd(args) -> None:
     print(f"{len(out)} expected values -> {args.out}")
 
 
+def reference_tables(results: Path, config: dict) -> list[Path]:
+    """The tables a reference is made of in a run's ``results/<run>`` directory: every
+    cluster's evaluation.csv, or, for a rolling-origin evaluation (a cluster with
+    ``rolling``), every such cluster's pooled ``rolling/evaluation.csv``."""
+    rolling = [c for c, spec in config["clusters"].items() if spec.get("rolling")]
+    if rolling:
+        return [results / c / "rolling" / "evaluation.csv" for c in sorted(rolling)]
+    return sorted(results.glob("*/evaluation.csv"))
+
+
 def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
     """Run a config's evaluation from nothing in a fresh directory and write its expected values
-    to ``results/expected/<run>.csv`` of this checkout (or ``out``)."""
+    to ``results/expected/<name>.csv`` of this checkout (or ``out``): ``<name>`` is the run's
+    name, an overlay's own file name (config/ls6-rolling.yaml: ls6-rolling.csv, the pooled
+    folds' values, its target ``rolling_evaluation``)."""
     import shutil
     import subprocess
     import sys
@@ -168,7 +180,7 @@ def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
 
     import yaml
 
-    from mirage.config import layered, run_name, validate
+    from mirage.config import load_shipped, merge, overlay_base, run_name
 
     repo = Path(__file__).resolve().parents[3]
     snakefile = repo / "Snakefile"
@@ -176,30 +188,37 @@ def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
         raise MirageError(f"{snakefile}: no Snakefile. Fix: run `mirage expected regenerate` "
                           "from a checkout of the project (pip install -e .)")
     config_path = Path(config_path).resolve()
-    config = validate(layered(config_path), source=str(config_path))
+    config = load_shipped(config_path)
     run = run_name(config, config_path)
+    base = overlay_base(config_path)
+    name = config_path.stem if base else run
     own = yaml.safe_load(config_path.read_text()) or {}
+    if base:  # the base config and the overlay in one file, as Snakemake merges them
+        own = merge(yaml.safe_load(base.read_text()) or {}, own)
     for cluster in own.get("clusters", {}).values():  # a local trace stays where it is
         if cluster.get("path") and not Path(cluster["path"]).is_absolute():
             cluster["path"] = str((Path.cwd() / cluster["path"]).resolve())
     own.setdefault("run", run)
-    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"mirage-expected-{run}-"))
+    rolling = any(spec.get("rolling") for spec in config["clusters"].values())
+    target = "rolling_evaluation" if rolling else "evaluation"
+    work = Path(keep) if keep else Path(tempfile.mkdtemp(prefix=f"mirage-expected-{name}-"))
     if work.exists() and any(work.iterdir()):
         raise MirageError(f"{work}: not empty. Fix: name a new directory; a reference is made "
                           "from nothing")
     work.mkdir(parents=True, exist_ok=True)
     cfg = work / "config.yaml"
     cfg.write_text(yaml.safe_dump(own, sort_keys=False))
-    print(f"running {config_path.name} (run {run}) from nothing in {work} ...", flush=True)
-    res = subprocess.run([sys.executable, "-m", "snakemake", "evaluation", "-s", str(snakefile),
+    print(f"running {config_path.name} (run {run}, target {target}) from nothing in {work} ...",
+          flush=True)
+    res = subprocess.run([sys.executable, "-m", "snakemake", target, "-s", str(snakefile),
                           "-d", str(work), "--configfile", str(cfg), "--cores", str(cores),
                           "--quiet", "progress"])
     if res.returncode != 0:
         raise MirageError(f"the run of {config_path} failed (logs in {work}/logs/{run}); "
                           "nothing written")
-    tables = sorted((work / "results" / run).glob("*/evaluation.csv"))
+    tables = reference_tables(work / "results" / run, config)
     table = read_evaluations(tables)
-    out = Path(out) if out else repo / "results" / "expected" / f"{run}.csv"
+    out = Path(out) if out else repo / "results" / "expected" / f"{name}.csv"
     out.parent.mkdir(parents=True, exist_ok=True)
     expected_from(table, seeds=read_seeds(tables)).to_csv(out, index=False)
     print(f"{len(tables)} evaluation table(s) -> {out}")
@@ -226,9 +245,12 @@ def register(sub) -> None:
     w.add_argument("--load-levels", nargs="+", default=["all"])
     w.set_defaults(func=_write_cmd)
     r = s.add_parser("regenerate", help="run a config from nothing in a fresh directory and "
-                     "write its expected values (results/expected/<run>.csv)")
-    r.add_argument("config", help="config/<name>.yaml")
-    r.add_argument("--out", help="default: results/expected/<run>.csv of this checkout")
+                     "write its expected values (results/expected/<run>.csv; an overlay's: "
+                     "results/expected/<overlay>.csv)")
+    r.add_argument("config", help="config/<name>.yaml, or an overlay such as "
+                   "config/ls6-rolling.yaml (merged over the config its `run` names)")
+    r.add_argument("--out", help="default: results/expected/<run or overlay>.csv of this "
+                   "checkout")
     r.add_argument("--cores", type=int, default=2)
     r.add_argument("--keep", help="run in this (new, empty) directory and keep it")
     r.set_defaults(func=_regenerate_cmd)

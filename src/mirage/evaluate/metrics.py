@@ -144,6 +144,20 @@ def seed_spread(fits: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
     return pd.DataFrame(rows)[columns]
 
 
+def evaluation_tables(out: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """evaluation.csv and seeds.csv of outcomes with a ``mode`` column (``outcomes`` of each
+    simulator mode, stacked): ``summarize`` and ``seed_spread`` per mode, cluster and mode
+    first."""
+    tables, spreads = [], []
+    for mode, part in out.groupby("mode", sort=False):
+        part = part.drop(columns="mode")
+        tables.append(summarize(part).assign(mode=mode))
+        spreads.append(per_seed(part).assign(mode=mode))
+    table = pd.concat(tables, ignore_index=True)
+    table = table[["cluster", "mode"] + [c for c in table.columns if c not in ("cluster", "mode")]]
+    return table, seed_spread(pd.concat(spreads, ignore_index=True))
+
+
 def evaluate(policies: dict[str, Policy], data: SampleSet, *, c_I: float = 1.0,
              c_O: float = 0.5) -> pd.DataFrame:
     """One row per (cluster, chain_nodes, load_level incl. "all", policy); see METRICS."""

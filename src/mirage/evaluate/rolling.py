@@ -14,7 +14,9 @@ sample count:
 - per method, the paper's two claims (mirage.evaluate.claims): the interruption reduction
   against reactive and the share of jobs without interruption, against the claim's lower end.
 
-A policy with several training seeds counts as its mean over seeds on each sample. The cost
+A policy with several training seeds counts as its mean over seeds on each sample.
+``pooled_evaluation`` gives the pooled folds' evaluation.csv and seeds.csv (every policy's
+metrics over all validation samples), the tables ``mirage expected`` checks. The cost
 comparisons take the paired bootstrap interval of metrics.paired_difference (simultaneous over
 the candidates where the best of several is picked on these samples, as the report's), the
 claims the paired percentile interval of claims.cell_interval; both 95 %. A cell with fewer
@@ -34,8 +36,9 @@ from mirage.errors import MirageError
 from mirage.evaluate.claims import (NOT_APPLICABLE, PAPER_CLAIMS, TOO_FEW, cell_verdict,
                                     per_sample, cell_interval)
 from mirage.evaluate.metrics import (ALL, BASELINES, LOAD_LEVELS, MIN_BOOTSTRAP_SAMPLES,
-                                     NOT_LEARNED, paired_difference, to_markdown, verdict)
-from mirage.policies.catalogue import CATALOGUE, TORCH
+                                     NOT_LEARNED, evaluation_tables, paired_difference,
+                                     to_markdown, verdict)
+from mirage.policies.catalogue import CATALOGUE
 
 COLUMNS = ["cluster", "mode", "chain_nodes", "load_level", "n", "folds", "comparison",
            "policy", "against", "value", "low", "high", "unit", "verdict"]
@@ -50,7 +53,7 @@ def rl_methods(policies) -> list[str]:
     """The reinforcement-learning policies among ``policies``: the catalogue's seeded torch
     policies (dqn, dqn_tuned, pg, pg_tuned, ...), in the catalogue's order."""
     names = set(policies)
-    return [e.name for e in CATALOGUE if e.name in names and e.kind == TORCH and e.seeded]
+    return [n for n in CATALOGUE.reinforcement_learning() if n in names]
 
 
 def pool(folds: dict[str, pd.DataFrame]) -> pd.DataFrame:
@@ -64,6 +67,13 @@ def pool(folds: dict[str, pd.DataFrame]) -> pd.DataFrame:
                           f"sample {out.loc[twice, 'sample_id'].iloc[0]}); fix: give the "
                           "folds validation windows that do not overlap")
     return out
+
+
+def pooled_evaluation(out: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The pooled folds' (``pool``) evaluation.csv and seeds.csv: every policy's metrics over
+    all the folds' validation samples, per simulator mode, chain size and load level, as
+    ``mirage evaluate`` writes them for one validation window."""
+    return evaluation_tables(out.drop(columns="fold"))
 
 
 def _row(key: dict, comparison: str, policy: str, against: str, value: float, low: float,
@@ -184,6 +194,11 @@ def _rolling_cmd(args) -> None:
     table.to_csv(args.table, index=False)
     text = rolling_markdown(table, args.label)
     Path(args.out).write_text(text)
+    if args.evaluation:
+        evaluation, spread = pooled_evaluation(out)
+        Path(args.evaluation).parent.mkdir(parents=True, exist_ok=True)
+        evaluation.to_csv(args.evaluation, index=False)
+        spread.to_csv(Path(args.evaluation).with_name("seeds.csv"), index=False)
     print(text)
 
 
@@ -197,4 +212,6 @@ def register(sub) -> None:
     options.add_seed(p, "seeds the bootstrap intervals")
     p.add_argument("--table", required=True, help="rolling.csv")
     p.add_argument("--out", required=True, help="rolling.md")
+    p.add_argument("--evaluation", help="also the pooled folds' evaluation.csv (seeds.csv beside "
+                   "it), as `mirage evaluate` writes one window's: what `mirage expected` checks")
     p.set_defaults(func=_rolling_cmd)

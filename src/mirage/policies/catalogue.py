@@ -182,6 +182,12 @@ class Catalogue:
     def seeded(self) -> frozenset[str]:
         return frozenset(e.name for e in self if e.seeded)
 
+    def reinforcement_learning(self, tuned: bool = True) -> tuple[str, ...]:
+        """The reinforcement-learning policies (seeded torch policies: DQN, REINFORCE, PPO and
+        their tuned variants), in declaration order; ``tuned=False``: the untuned ones."""
+        return tuple(e.name for e in self if e.kind == TORCH and e.seeded
+                     and (tuned or e.tunes is None))
+
     def role(self, role: str) -> tuple[str, ...]:
         return tuple(e.name for e in self if e.role == role)
 

@@ -19,20 +19,14 @@ def fit_policies(names: list[str], params: dict, args, outs: list) -> None:
     """Fit ``names`` (policy -> its config parameters in ``params``) in this order on the
     training samples of ``args.chain_nodes``, each into its directory of ``outs``; a tuned
     policy takes the final model of its untuned one fitted before it (or ``--final-from``)."""
-    from mirage.outcomes import SampleSet
+    from mirage.outcomes import training_samples
     from mirage.policies.registry import make_policy
 
     made = {name: make_policy(name, **_params(name, params[name], args)) for name in names}
     # the 144x42 history only where a policy reads it: on the real trace reading it and copying
     # it into every cross-fit's parts took seconds of each fit job
-    data = SampleSet.load(args.samples, history=any(p.needs_history for p in made.values()))
-    train = data.split("train")
-    train = train.subset(train.samples.loc[train.samples["chain_nodes"] == args.chain_nodes, "sample_id"])
-    if len(train) == 0:
-        raise MirageError(
-            f"{args.samples}: no training samples with chain_nodes={args.chain_nodes}; "
-            "check samples.chain_nodes and the training window in the config"
-        )
+    train = training_samples(args.samples, args.chain_nodes,
+                             history=any(p.needs_history for p in made.values()))
     finals = {}  # the untuned policies fitted here, whose model a tuned one takes
     if args.final_from:
         finals[args.final_from] = _final_from(args.final_from, args, train)

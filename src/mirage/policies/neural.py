@@ -14,6 +14,7 @@ them: a pickle of the whole object would tie saved files to this module's class 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -68,6 +69,15 @@ HISTORY_POINTS = 60
 
 #: ``monitor(env_steps, policy)``: follows a reinforcement-learning fit (see TorchPolicy._train)
 Monitor = Callable[[int, "TorchPolicy"], None]
+
+
+def start_logit(decisions) -> float:
+    """A fresh policy gradient's submit logit (its output bias): log(1 / the mean decisions
+    per episode), at least 2 decisions. It submits with p = 1/decisions at every decision, so
+    its episodes stop at a roughly uniform decision; at p = 1/2 nearly every episode would end
+    in its first few decisions and the predecessor's last hours, where the decision matters,
+    would go unseen. ``decisions``: each training episode's decisions when it waits to its end."""
+    return -math.log(max(2.0, float(np.mean(decisions))))
 
 
 def record_every(total: int) -> int:

@@ -16,7 +16,6 @@ At decision time the policy is greedy: submit when p(submit | s) > 1/2.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -26,7 +25,7 @@ import torch.nn.functional as F
 
 from mirage.outcomes import SampleSet
 from mirage.policies.neural import (
-    Costs, Monitor, TorchPolicy, adam, mlp, record_every, seed_everything,
+    Costs, Monitor, TorchPolicy, adam, mlp, record_every, seed_everything, start_logit,
 )
 
 
@@ -67,9 +66,8 @@ class PolicyGradient(PGConfig, TorchPolicy):
         gen = torch.Generator().manual_seed(seed)
 
         policy = self.net_ = self._build_net(ep.obs_dim)
-        steps = max(2.0, float(np.mean((ep.n - 1) // cfg.stride + 1)))
         with torch.no_grad():
-            policy[-1].bias.fill_(-math.log(steps))
+            policy[-1].bias.fill_(start_logit((ep.n - 1) // cfg.stride + 1))
         value = mlp(ep.obs_dim, 1, cfg.hidden).to(dev)
         opt = adam(list(policy.parameters()) + list(value.parameters()), cfg.learning_rate)
         X = torch.from_numpy(ep.X).to(dev)

@@ -35,7 +35,6 @@ Choices where CleanRL's defaults do not fit, each for a reason:
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
@@ -47,7 +46,7 @@ from torch.distributions import Bernoulli
 from mirage.outcomes import SampleSet
 from mirage.policies.env import TableEpisodes
 from mirage.policies.neural import (
-    Costs, Monitor, TorchPolicy, adam, mlp, record_every, seed_everything,
+    Costs, Monitor, TorchPolicy, adam, mlp, record_every, seed_everything, start_logit,
 )
 from mirage.policies.pg import PolicyGradient, roll_out
 
@@ -140,16 +139,13 @@ class PPO(PPOConfig, TorchPolicy):
         self.net_ = actor
 
     def _fresh_actor(self, ep: TableEpisodes):
-        """The actor before training. A fresh policy submits with p = 1/steps at every decision,
-        so its episodes stop at a roughly uniform step; at p = 1/2 nearly every episode would
-        end in its first few steps and the predecessor's last hours, where the decision
-        matters, would go unseen. The small last layer (CleanRL's 0.01) makes that start the
+        """The actor before training: it submits with p = 1/decisions at every decision
+        (``neural.start_logit``); the small last layer (CleanRL's 0.01) makes that start the
         same in every state."""
         actor = self._build_net(ep.obs_dim)
-        decisions = float(np.mean((ep.n - 1) // self.stride + 1))  # per episode, waiting to the end
         with torch.no_grad():
             actor[-1].weight.mul_(0.01)
-            actor[-1].bias.fill_(-math.log(max(2.0, decisions)))
+            actor[-1].bias.fill_(start_logit((ep.n - 1) // self.stride + 1))
         return actor
 
     def _roll_out(self, actor, critic, X, ep: TableEpisodes, idx, gen):
