@@ -82,7 +82,7 @@ def test_sb3_score_is_the_greedy_action(train):
 
 @pytest.mark.parametrize("bad, fix", [
     (["--policies", "rf"], "Fix: pass some of"),
-    (["--chain-nodes", "3"], "Fix: pass --chain-nodes of the run's samples (1, 8)"),
+    (["--chain-nodes", "3"], "Fix: a chain size of the run's samples (1, 8;"),
     (["--budget-steps", "0"], "Fix: pass the environment steps"),
     (["--sb3-params", "{gamma"], "Fix: a map of policy name"),
 ])
