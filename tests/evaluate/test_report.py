@@ -71,6 +71,11 @@ def test_verdicts_need_samples_and_tell_identical_apart():
     assert verdict(d, min_samples=4) == "better"
     same = _outcomes({"a": [0.5] * 30, "b": [0.5] * 30}, ["low"] * 30)
     assert verdict(paired_difference(same, "a", "b")) == "identical"
+    # a mean over training seeds that all chose as "b" did differs by rounding alone
+    rounded = _outcomes({"a": [(0.1 + 0.2 + 0.3) / 3 * k for k in range(1, 31)],
+                         "b": [0.2 * k for k in range(1, 31)]}, ["low"] * 30)
+    d = paired_difference(rounded, "a", "b")
+    assert d["diff"] != 0.0 and verdict(d) == "identical"
 
 
 def test_goal_checks_say_better_worse_or_within_noise():

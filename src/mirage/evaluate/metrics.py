@@ -234,7 +234,9 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
     samples, so the interval is for the difference itself.
 
     Returns {"diff", "low", "high", "n", "identical"}; ``identical``: the two picks give the
-    same cost on every sample (the interval then says nothing about noise).
+    same cost on every sample, to IDENTICAL_H (the interval then says nothing about noise; a
+    policy's cost averaged over training seeds that all chose as reactive does differs from
+    reactive's by rounding alone).
     """
     a_list = [a] if isinstance(a, str) else list(a)
     b_list = [b] if isinstance(b, str) else list(b)
@@ -263,7 +265,12 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
         t = np.where(se > 0, np.abs(rs - obs) / se, 0.0)
     half = float(np.quantile(t.max(axis=1), level)) * se[best_a * (len(means) - na) + best_b]
     return {"diff": float(d.mean()), "low": float(d.mean() - half),
-            "high": float(d.mean() + half), "n": len(d), "identical": bool(np.all(d == 0.0))}
+            "high": float(d.mean() + half), "n": len(d),
+            "identical": bool(np.all(np.abs(d) <= IDENTICAL_H))}
+
+
+#: two costs closer than this (hours) are the same outcome: floating-point rounding, not a choice
+IDENTICAL_H = 1e-9
 
 
 def verdict(diff: dict, min_samples: int = MIN_BOOTSTRAP_SAMPLES) -> str:
