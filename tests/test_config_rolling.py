@@ -43,7 +43,7 @@ def test_a_bad_rolling_key_is_named(rolling, key):
 
 
 def test_an_overlay_is_merged_over_the_config_its_run_names(tmp_path):
-    from mirage.config import load_shipped, overlay_base
+    from mirage.config import load_shipped, overlay_base, shipped_files, shipped_raw
 
     assert overlay_base(REPO / "config" / "ls6-rolling.yaml") == REPO / "config" / "ls6-real.yaml"
     assert overlay_base(REPO / "config" / "ls6-real.yaml") is None  # its run is itself
@@ -56,3 +56,7 @@ def test_an_overlay_is_merged_over_the_config_its_run_names(tmp_path):
     config = load_shipped(over)
     assert (config["seed"], config["samples"]["every_hours"], config["run"]) == (7, 12, "mine")
     assert load_shipped(base)["seed"] == 7
+    # the files alone, as `mirage expected regenerate` writes them into one: no defaults
+    assert shipped_files(over) == [base, over]
+    assert shipped_raw(over) == {**tiny, "seed": 7, "run": "mine",
+                                 "samples": {**tiny["samples"], "every_hours": 12}}

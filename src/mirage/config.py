@@ -108,14 +108,27 @@ def overlay_base(path: str | Path) -> Path | None:
     return base if base is not None and base.is_file() and base != path else None
 
 
+def shipped_files(path: str | Path) -> list[Path]:
+    """The files Snakemake merges, in order, for the config at ``path``: an overlay's base
+    (``overlay_base``) first, then the file itself."""
+    base = overlay_base(path)
+    return [base, Path(path)] if base is not None else [Path(path)]
+
+
+def shipped_raw(path: str | Path, defaults: str | Path | None = None) -> dict:
+    """``shipped_files(path)`` merged in order as Snakemake merges them (over ``defaults``
+    when given), not yet validated."""
+    config = _read(Path(defaults)) if defaults else {}
+    for f in shipped_files(path):
+        config = merge(config, _read(f))
+    return config
+
+
 def load_shipped(path: str | Path, defaults: str | Path | None = DEFAULTS) -> dict:
     """A config as Snakemake merges it: over the defaults and, for an overlay
     (``overlay_base``), over its base config too; validated."""
-    base = overlay_base(path)
-    if base is None:
-        return load(path, defaults)
-    return validate(merge(layered(base, defaults), _read(Path(path)) or {}),
-                    source=f"{base} + {path}")
+    return validate(shipped_raw(path, defaults),
+                    source=" + ".join(str(f) for f in shipped_files(path)))
 
 
 def run_name(config: dict, path: str | Path | None = None) -> str:

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from mirage.outcomes import SampleSet, SampleSetError, compact_matrix, history_windows
-from mirage.policies.env import ProvisioningEnv, Scaler, TableEpisodes
+from mirage.policies.env import ProvisioningEnv, Scaler, TableEpisodes, decisions
 
 
 def test_sampleset_round_trip(synth, tmp_path):
@@ -74,3 +74,11 @@ def test_env_waiting_to_the_end_is_reactive(train):
     assert info["forced"] and info["k"] == n - 1
     assert steps == -(-(n - 1) // 7)
     assert info["x_h"] == train.points[train.points.sample_id == train.sample_ids[0]].x_h.iloc[-1]
+
+
+def test_decisions_count_the_grid_points_of_a_waiting_episode(train):
+    # points 0, 6, 12, ... up to the last: a one-point episode has its point, 13 points 3
+    assert decisions([1, 6, 7, 12, 13, 14], 6).tolist() == [1, 1, 2, 2, 3, 3]
+    cols = train.feature_columns
+    ep = TableEpisodes(train, cols, Scaler.fit(compact_matrix(train.points, cols)))
+    assert ep.decisions(6).tolist() == decisions(train.samples.n_points.to_numpy(), 6).tolist()

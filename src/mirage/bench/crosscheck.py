@@ -194,8 +194,10 @@ def crosscheck_one(name, fit_part, held, seeds, budget_steps, c_I, c_O, params, 
 
 def decisions_per_episode(fit_part, stride: int) -> np.ndarray:
     """Each sample's decisions when it waits to its end, one every ``stride`` points."""
+    from mirage.policies.env import decisions
+
     starts = fit_part.point_starts()
-    return (np.diff(np.append(starts, len(fit_part.points))) - 1) // stride + 1
+    return decisions(np.diff(np.append(starts, len(fit_part.points))), stride)
 
 
 def crosscheck(train, names, *, seeds, budget_steps: int, held_share: float = 0.25,

@@ -180,7 +180,7 @@ def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
 
     import yaml
 
-    from mirage.config import load_shipped, merge, overlay_base, run_name
+    from mirage.config import load_shipped, overlay_base, run_name, shipped_raw
 
     repo = Path(__file__).resolve().parents[3]
     snakefile = repo / "Snakefile"
@@ -192,9 +192,7 @@ def regenerate(config_path, out=None, *, cores: int = 2, keep=None) -> Path:
     run = run_name(config, config_path)
     base = overlay_base(config_path)
     name = config_path.stem if base else run
-    own = yaml.safe_load(config_path.read_text()) or {}
-    if base:  # the base config and the overlay in one file, as Snakemake merges them
-        own = merge(yaml.safe_load(base.read_text()) or {}, own)
+    own = shipped_raw(config_path)  # an overlay over its base in one file, no defaults
     for cluster in own.get("clusters", {}).values():  # a local trace stays where it is
         if cluster.get("path") and not Path(cluster["path"]).is_absolute():
             cluster["path"] = str((Path.cwd() / cluster["path"]).resolve())

@@ -39,6 +39,12 @@ class Scaler:
         return np.nan_to_num(Z, nan=0.0, posinf=0.0, neginf=0.0).astype(np.float32)
 
 
+def decisions(n_points, stride: int) -> np.ndarray:
+    """The decisions of episodes of ``n_points`` points each that wait to their end: one every
+    ``stride`` points from the first (points 0, stride, 2 stride, ... up to the last)."""
+    return (np.asarray(n_points) - 1) // int(stride) + 1
+
+
 class TableEpisodes:
     """Flat arrays of a SampleSet: standardised features, outcomes and sample boundaries."""
 
@@ -52,6 +58,10 @@ class TableEpisodes:
         self.n = np.diff(np.append(self.starts, len(pts)))
         self.n_samples = len(self.starts)
         self.obs_dim = self.X.shape[1]
+
+    def decisions(self, stride: int) -> np.ndarray:
+        """Each episode's decisions when it waits to its end (``decisions``)."""
+        return decisions(self.n, stride)
 
 
 class ProvisioningEnv(gym.Env):

@@ -67,7 +67,7 @@ class PolicyGradient(PGConfig, TorchPolicy):
 
         policy = self.net_ = self._build_net(ep.obs_dim)
         with torch.no_grad():
-            policy[-1].bias.fill_(start_logit((ep.n - 1) // cfg.stride + 1))
+            policy[-1].bias.fill_(start_logit(ep.decisions(cfg.stride)))
         value = mlp(ep.obs_dim, 1, cfg.hidden).to(dev)
         opt = adam(list(policy.parameters()) + list(value.parameters()), cfg.learning_rate)
         X = torch.from_numpy(ep.X).to(dev)
