@@ -50,6 +50,10 @@ def test_cli_validate(tmp_path, capsys):
     assert code == 2
     assert "key `clusters`" in capsys.readouterr().err
     assert main(["config", "validate", str(REPO / "config" / "config.yaml")]) == 0
+    # an overlay is checked over the base its run names, as Snakemake merges them
+    capsys.readouterr()
+    assert main(["config", "validate", str(REPO / "config" / "ls6-rolling.yaml")]) == 0
+    assert "ls6-real.yaml + " in capsys.readouterr().out
     # a config outside config/ (a user's own) is checked against the checkout's schema
     own = tmp_path / "mine.yaml"
     own.write_text((REPO / "config" / "tiny.yaml").read_text())

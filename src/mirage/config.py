@@ -158,12 +158,13 @@ def _validate_cmd(args) -> None:
         raise MirageError(f"no schema {schema}. Fix: pass --schema config/schema.yaml of the "
                           "checkout, or leave --schema out")
     defaults = None if args.no_defaults else (Path(args.defaults) if args.defaults else DEFAULTS)
-    try:
-        config = layered(args.config, defaults)
+    try:  # an overlay (config/ls6-rolling.yaml) as Snakemake merges it: over its base
+        config, files = shipped_raw(args.config, defaults), shipped_files(args.config)
     except (OSError, yaml.YAMLError) as exc:
         raise MirageError(f"cannot read config {args.config}: {exc}") from None
-    validate(config, load_schema(schema), source=args.config)
-    print(f"{args.config}: valid" + (f" (over {defaults})" if defaults else ""))
+    source = " + ".join(str(f) for f in files)
+    validate(config, load_schema(schema), source=source)
+    print(f"{source}: valid" + (f" (over {defaults})" if defaults else ""))
 
 
 def register(sub) -> None:

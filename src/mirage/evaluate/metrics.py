@@ -235,7 +235,7 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
 
     Returns {"diff", "low", "high", "n", "identical"}; ``identical``: the two picks give the
     same cost on every sample, to IDENTICAL_H (the interval then says nothing about noise; a
-    policy's cost averaged over training seeds that all chose as reactive does differs from
+    policy's cost averaged over training seeds that all chose as reactive did differs from
     reactive's by rounding alone).
     """
     a_list = [a] if isinstance(a, str) else list(a)

@@ -74,7 +74,7 @@ class PPOConfig(Costs):
     norm_adv: bool = True  # standardise the advantages of each minibatch
     clip_coef: float = 0.2  # the surrogate's clipping of the probability ratio
     clip_vloss: bool = False  # clip the value's move too (see above)
-    ent_coef: float = 0.1  # the entropy bonus's weight (0.1, see above)
+    ent_coef: float = 0.1  # the entropy bonus's weight (see above)
     vf_coef: float = 0.5  # the value loss's weight
     max_grad_norm: float = 0.5  # the gradient norm, per network, clipped to this
     hidden: int = 64  # the MLPs' width
