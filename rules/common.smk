@@ -316,6 +316,12 @@ RUN_PARAMS = {
     "results": parent("evaluations", up=1),
     "labels": json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
     "seed": config["seed"],
+    "equivalence_h": config["evaluation"]["equivalence_h"],
+    # the bootstrap's runs of successive samples (--block-hours, --every-hours)
+    "blocks": (
+        f"--block-hours {config['evaluation']['block_hours']}"
+        f" --every-hours {config['samples']['every_hours']}"
+    ),
 }
 
 

@@ -57,7 +57,8 @@ rule report:
         code=code("mirage.report"),
     shell:
         "python -m mirage report --results {params.results} --clusters {params.clusters}"
-        " --labels '{params.labels}' --seed {params.seed} --out {output.markdown}"
+        " --labels '{params.labels}' --seed {params.seed}"
+        " --equivalence-h {params.equivalence_h} {params.blocks} --out {output.markdown}"
         " > {log} 2>&1"
 
 
@@ -87,6 +88,8 @@ rule notebook:
     params:
         **RUN_PARAMS,
         clusters=",".join(CLUSTERS),
+        block_hours=config["evaluation"]["block_hours"],
+        every_hours=config["samples"]["every_hours"],
         notebook=lambda w: str(NOTEBOOKS / f"{w.notebook}.ipynb"),
         # the notebook's content and the code it runs, not its path: a copy of the workflow
         # elsewhere does not rerun it, an edit does
@@ -98,7 +101,9 @@ rule notebook:
     shell:
         "python -m mirage notebook run {params.notebook} --out {output.notebook}"
         " --html {output.html} -p results {params.results} -p clusters {params.clusters}"
-        " -p labels '{params.labels}' -p seed {params.seed} > {log} 2>&1"
+        " -p labels '{params.labels}' -p seed {params.seed}"
+        " -p equivalence_h {params.equivalence_h} -p block_hours {params.block_hours}"
+        " -p every_hours {params.every_hours} > {log} 2>&1"
 
 
 rule notebooks:
@@ -126,12 +131,15 @@ rule check_claims:
         run=RUN,
         traces=json.dumps({c: trace_kind(c) for c in CLUSTERS}),
         seed=config["seed"],
+        equivalence_h=config["evaluation"]["equivalence_h"],
+        blocks=RUN_PARAMS["blocks"],
         expected=EXPECTED,
         code=code("mirage.evaluate.claims"),
     shell:
         # the verdict on the console as well as in the log: a failure shows what is off
         "python -m mirage claims {input.evaluations} --outcomes {input.outcomes}"
         " --run {params.run} --traces '{params.traces}' --seed {params.seed}"
+        " --equivalence-h {params.equivalence_h} {params.blocks}"
         " --expected {params.expected} --out {output.claims} --table {output.table}"
         " --learning {output.learning}"
         " 2>&1 | tee {log}"

@@ -69,10 +69,13 @@ rule rolling:
         ),
         label=lambda w: cluster_cfg(w)["label"],
         seed=config["seed"],
+        equivalence_h=config["evaluation"]["equivalence_h"],
+        blocks=RUN_PARAMS["blocks"],
         code=code("mirage.evaluate.rolling"),
     shell:
         "python -m mirage rolling {params.folds} --label '{params.label}'"
-        " --seed {params.seed} --table {output.table} --out {output.markdown}"
+        " --seed {params.seed} --equivalence-h {params.equivalence_h} {params.blocks}"
+        " --table {output.table} --out {output.markdown}"
         " --evaluation {output.evaluation} > {log} 2>&1"
 
 

@@ -32,6 +32,7 @@ def test_shipped_configs_are_valid(path):
         (lambda c: c["clusters"]["ls6"].update(description="generator"),
          "clusters.ls6.description"),
         (lambda c: c["samples"].update(train_every_hours=0), "samples.train_every_hours"),
+        (lambda c: c["evaluation"].update(block_hours=-1), "evaluation.block_hours"),
     ],
 )
 def test_error_names_the_bad_key(mutate, key):
@@ -100,3 +101,9 @@ def test_runs_of_two_configs_write_side_by_side():
         assert written and all(o.startswith(f"results/{name}/") for o in written), name
     res = snakemake("-n", "--forceall", "--configfile", "config/tiny.yaml", "--config", "run=mine")
     assert res.returncode == 0 and "results/mine/ls6/evaluation.csv" in res.stdout
+
+
+def test_the_evaluation_defaults_are_the_commands_defaults():
+    from mirage.evaluate.metrics import BLOCK_HOURS, EQUIVALENCE_H
+    config = load(REPO / "config" / "config.yaml")
+    assert config["evaluation"] == {"equivalence_h": EQUIVALENCE_H, "block_hours": BLOCK_HOURS}

@@ -24,6 +24,17 @@ def test_cost_options_carry_the_config_keys_names():
     assert (args.c_I, args.c_O) == (2.0, 0.25)
 
 
+def test_evaluation_options_carry_the_config_keys_names():
+    config = yaml.safe_load(DEFAULTS.read_text())
+    evaluation, every = config["evaluation"], config["samples"]["every_hours"]
+    args = parse(options.add_equivalence, [], default=evaluation["equivalence_h"])
+    assert vars(args) == {"equivalence_h": evaluation["equivalence_h"]}
+    args = parse(options.add_blocks, [], default=evaluation["block_hours"])
+    assert vars(args) == {"block_hours": evaluation["block_hours"], "every_hours": every}
+    args = parse(options.add_blocks, ["--block-hours", "0", "--every-hours", "2"], default=48)
+    assert (args.block_hours, args.every_hours) == (0.0, 2.0)
+
+
 def test_chain_nodes_one_or_many_required_unless_defaulted():
     assert parse(options.add_chain_nodes, ["--chain-nodes", "8"]).chain_nodes == 8
     assert parse(options.add_chain_nodes, ["--chain-nodes", "1", "8"], many=True).chain_nodes == [1, 8]

@@ -45,6 +45,27 @@ def add_costs(p: argparse.ArgumentParser) -> None:
                    help="cost of an hour of overlap (policies.costs.c_O; default 0.5)")
 
 
+def add_equivalence(p: argparse.ArgumentParser, default: float) -> None:
+    """``--equivalence-h``: the margin of the "equivalent" verdict (``evaluation.equivalence_h``;
+    mirage.evaluate.metrics.verdict)."""
+    p.add_argument("--equivalence-h", type=float, default=default,
+                   help="a cost difference whose interval lies within +-this many hours per "
+                   "handover is 'equivalent' (evaluation.equivalence_h; 0: no such verdict; "
+                   f"default {default:g})")
+
+
+def add_blocks(p: argparse.ArgumentParser, default: float) -> None:
+    """``--block-hours`` and ``--every-hours``: the bootstrap's blocks of successive samples
+    (``evaluation.block_hours``) and the spacing of sample starts (``samples.every_hours``);
+    mirage.evaluate.metrics.block_length."""
+    p.add_argument("--block-hours", type=float, default=default,
+                   help="bootstrap intervals resample blocks of this many hours of successive "
+                   "samples (evaluation.block_hours; 0: one sample at a time; default "
+                   f"{default:g})")
+    p.add_argument("--every-hours", type=float, default=4.0,
+                   help="hours between sample starts (samples.every_hours; default 4)")
+
+
 def add_device(p: argparse.ArgumentParser) -> None:
     """``--device``: the torch device of the torch policies (``policies.device``)."""
     p.add_argument("--device", default="cpu",

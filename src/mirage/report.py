@@ -16,15 +16,16 @@ import pandas as pd
 from mirage import options
 from mirage.errors import MirageError
 from mirage.evaluate.metrics import (  # noqa: F401  (BASELINES: part of this module's API)
-    ALL, BASELINES, MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED, level_tradeoff, paired_difference,
-    to_markdown, verdict,
+    ALL, BASELINES, BLOCK_HOURS, EQUIVALENCE_H, EQUIVALENT, MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED,
+    block_length, level_tradeoff, paired_difference, to_markdown, verdict,
 )
 from mirage.outcomes import OVERLAP_GOAL_H, ZERO_INTERRUPTION_GOAL
-VERDICTS = ("better", "worse", "within noise", "identical", "too few samples")
+VERDICTS = ("better", "worse", EQUIVALENT, "within noise", "identical", "too few samples")
 
 
 def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
-                seed: int = 0) -> pd.DataFrame:
+                seed: int = 0, margin_h: float = EQUIVALENCE_H,
+                block: int = 1) -> pd.DataFrame:
     """Per (cluster, mode, chain size, load level): does the best learned policy beat every
     baseline on cost, and does some learned policy reach >= 80 % zero interruption with a mean
     overlap under 6 h?
@@ -34,11 +35,13 @@ def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
     (``diff_low``, ``diff_high``, seeded by ``seed``; simultaneous over every learned x
     baseline pair, so picking the best of each on these samples is accounted for, see
     metrics.paired_difference) and ``verdict_95``: "better" (the whole interval below zero),
-    "worse" (above), "within noise", "identical" or "too few samples" (under
+    "worse" (above), "equivalent" (within +-``margin_h`` h), "within noise", "identical"
+    or "too few samples" (under
     MIN_BOOTSTRAP_SAMPLES, where a bootstrap interval is too narrow to trust). A validation
     month leaves wide intervals, and a cell of a rare load level holds a few dozen samples at
     most, so a win or a miss by a few minutes may be noise; this says which. Across cells there
-    is no correction: among a dozen cells, one may be decided by chance.
+    is no correction: among a dozen cells, one may be decided by chance. ``block`` > 1
+    resamples whole blocks of that many successive sample starts (metrics.resample_weights).
     """
     rows = []
     for key, g in table.groupby(["cluster", "mode", "chain_nodes", "load_level"], sort=False):
@@ -61,12 +64,12 @@ def goal_checks(table: pd.DataFrame, outcomes: pd.DataFrame | None = None,
         })
         if outcomes is not None:
             rows[-1].update(_difference(outcomes, key, list(learned["policy"]),
-                                        list(base["policy"]), seed))
+                                        list(base["policy"]), seed, margin_h, block))
     return pd.DataFrame(rows)
 
 
 def _difference(outcomes: pd.DataFrame, key: tuple, learned: list[str], baselines: list[str],
-                seed: int) -> dict:
+                seed: int, margin_h: float, block: int) -> dict:
     cluster, mode, nodes, level = key
     cell = outcomes[(outcomes["cluster"] == cluster) & (outcomes["mode"] == mode)
                     & (outcomes["chain_nodes"] == nodes)]
@@ -75,17 +78,17 @@ def _difference(outcomes: pd.DataFrame, key: tuple, learned: list[str], baseline
     # one stream per cell, the same whatever else the report holds
     cell_seed = [seed, zlib.crc32(f"{cluster}/{mode}/{nodes}/{level}".encode())]
     try:
-        d = paired_difference(cell, learned, baselines, seed=cell_seed)
+        d = paired_difference(cell, learned, baselines, seed=cell_seed, block=block)
     except ValueError as e:
         raise MirageError(f"{cluster} {mode} {nodes} nodes, {level} load: {e}. outcomes.parquet "
                           "and evaluation.csv must come from the same `mirage evaluate` run; "
                           "rerun it") from None
     return {"cost_diff": d["diff"], "diff_low": d["low"], "diff_high": d["high"],
-            "verdict_95": verdict(d)}
+            "verdict_95": verdict(d, margin_h=margin_h)}
 
 
 def build_report(results: Path, clusters: list[str], labels: dict[str, str] | None = None,
-                 seed: int = 0) -> str:
+                 seed: int = 0, margin_h: float = EQUIVALENCE_H, block: int = 1) -> str:
     labels = labels or {}
     lines = ["# Mirage run report", ""]
     checks, tradeoffs = [], []
@@ -102,7 +105,7 @@ def build_report(results: Path, clusters: list[str], labels: dict[str, str] | No
                       f"Every load level: `{c}/evaluation.md`. Figures: `{c}/figures/evaluation/`.", ""]
             outcomes = d / "outcomes.parquet"
             checks.append(goal_checks(table, pd.read_parquet(outcomes) if outcomes.exists()
-                                      else None, seed))
+                                      else None, seed, margin_h, block))
             tradeoffs.append(level_tradeoff(table, BASELINES))
     if checks:
         goals = pd.concat(checks, ignore_index=True)
@@ -112,7 +115,7 @@ def build_report(results: Path, clusters: list[str], labels: dict[str, str] | No
             "## Goals", "",
             f"- best learned policy beats every baseline on cost in {beaten:.0%} of the "
             f"{len(goals)} (cluster, mode, chain size, load level) cells"
-            + (_verdicts(goals["verdict_95"]) if "verdict_95" in goals else ""),
+            + (_verdicts(goals["verdict_95"], margin_h) if "verdict_95" in goals else ""),
             f"- a learned policy reaches >= {ZERO_INTERRUPTION_GOAL:.0%} zero interruption with mean "
             f"overlap < {OVERLAP_GOAL_H:g} h in {reached:.0%} of the cells", "",
             to_markdown(goals), "",
@@ -121,11 +124,12 @@ def build_report(results: Path, clusters: list[str], labels: dict[str, str] | No
     return "\n".join(lines) + "\n"
 
 
-def _verdicts(verdicts: pd.Series) -> str:
+def _verdicts(verdicts: pd.Series, margin_h: float) -> str:
     counts = verdicts.value_counts()
     return ("; by the 95 % paired bootstrap interval of the cost difference the best learned "
             "policy is " + ", ".join(f"{v} in {counts[v]}" for v in VERDICTS if counts.get(v))
-            + f" (verdicts need {MIN_BOOTSTRAP_SAMPLES} samples)")
+            + f" (verdicts need {MIN_BOOTSTRAP_SAMPLES} samples; equivalent: the interval "
+            f"within +-{margin_h:g} h)")
 
 
 def _single_policy_section(wide: pd.DataFrame) -> list[str]:
@@ -185,7 +189,8 @@ def _fmt(v) -> str:
 
 def _report(args) -> None:
     labels = json.loads(args.labels)
-    text = build_report(Path(args.results), args.clusters, labels, args.seed)
+    text = build_report(Path(args.results), args.clusters, labels, args.seed,
+                        args.equivalence_h, block_length(args.block_hours, args.every_hours))
     Path(args.out).write_text(text)
     print(f"report -> {args.out}")
 
@@ -197,4 +202,6 @@ def register(sub) -> None:
     p.add_argument("--labels", default="{}", help="JSON: cluster -> label")
     p.add_argument("--out", required=True)
     options.add_seed(p, "seed of the bootstrap intervals (the config's seed)")
+    options.add_equivalence(p, EQUIVALENCE_H)
+    options.add_blocks(p, BLOCK_HOURS)
     p.set_defaults(func=_report)

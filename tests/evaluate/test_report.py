@@ -6,7 +6,8 @@ import pandas as pd
 import pytest
 
 from mirage.errors import MirageError
-from mirage.evaluate.metrics import paired_difference, summarize, verdict
+from mirage.evaluate.metrics import (block_length, paired_difference, resample_weights,
+                                     samples_to_decide, summarize, verdict)
 from mirage.report import build_report, goal_checks
 
 
@@ -78,7 +79,21 @@ def test_verdicts_need_samples_and_tell_identical_apart():
     assert d["diff"] != 0.0 and verdict(d) == "identical"
 
 
-def test_goal_checks_say_better_worse_or_within_noise():
+def test_an_interval_within_the_margin_is_equivalent_and_one_past_it_says_what_would_decide():
+    d = {"diff": 0.1, "low": -0.1, "high": 0.2, "n": 100, "identical": False}
+    assert verdict(d, margin_h=0.25) == "equivalent"
+    assert verdict(d) == verdict(d, margin_h=0.0) == "within noise"  # no margin: no equivalence
+    assert verdict(d, margin_h=0.2) == "within noise"  # the interval reaches the margin
+    assert verdict({**d, "low": 0.01}, margin_h=0.25) == "worse"  # excluding 0 decides first
+    assert verdict({**d, "n": 10}, margin_h=0.25) == "too few samples"
+    wide = {"diff": 0.1, "low": -0.3, "high": 0.5, "n": 100, "identical": False}
+    # half-width 0.4 must shrink to 0.15 (inside +-0.25 around 0.1) or to 0.1 (excluding 0)
+    assert samples_to_decide(wide, 0.25) == np.ceil(100 * (0.4 / 0.15) ** 2)
+    assert samples_to_decide(wide, 0.0) == 100 * (0.4 / 0.1) ** 2
+    assert samples_to_decide({**wide, "diff": 0.0}, 0.0) == np.inf
+
+
+def test_goal_checks_say_better_worse_equivalent_or_within_noise():
     levels = ["low"] * 40 + ["medium"] * 40
     rng = np.random.default_rng(2)
     noise = rng.normal(0, 0.5, 80)
@@ -93,8 +108,11 @@ def test_goal_checks_say_better_worse_or_within_noise():
     assert checks.loc["low", "verdict_95"] == "better" and checks.loc["low", "beats_baselines"]
     assert checks.loc["medium", "verdict_95"] == "worse"
     assert checks.loc["medium", "cost_diff"] == pytest.approx(0.3)
-    assert checks.loc["all", "verdict_95"] == "within noise"  # +0.3 and -0.3 cancel
-    assert checks.loc["all", "diff_low"] < 0 < checks.loc["all", "diff_high"]
+    # +0.3 and -0.3 cancel: an interval about 0 narrower than the +-0.25 h margin
+    assert checks.loc["all", "verdict_95"] == "equivalent"
+    assert -0.25 < checks.loc["all", "diff_low"] < 0 < checks.loc["all", "diff_high"] < 0.25
+    strict = goal_checks(_table(out), out, seed=7, margin_h=0.0).set_index("load_level")
+    assert strict.loc["all", "verdict_95"] == "within noise"
     # seeded: the same intervals again, and none without the outcomes
     again = goal_checks(_table(out), out, seed=7).set_index("load_level")
     pd.testing.assert_frame_equal(checks, again)
@@ -116,3 +134,34 @@ def test_report_states_the_strict_reading(tmp_path):
     assert "beats every baseline on cost in 100% of the 3" in text
     assert "at every load level at once in 0 of 1 settings" in text
     assert "| c | calibrated | 8 | none |" in text
+
+
+def test_the_block_bootstrap_draws_whole_blocks_of_time_and_widens_dependent_intervals():
+    rng = np.random.default_rng(0)
+    ids = np.arange(100, 140)  # 40 successive starts: blocks of 4 are ids 100-103, 104-107, ...
+    w = resample_weights(ids, 50, rng, block=4)
+    assert w.shape == (50, 40)
+    # a block is drawn whole: one weight for its 4 samples; 10 blocks drawn per resample
+    assert (w.reshape(50, 10, 4) == w.reshape(50, 10, 4)[:, :, :1]).all()
+    assert (w.sum(axis=1) == 40).all()
+    one = resample_weights(ids, 50, rng, block=1)  # the ordinary bootstrap: 40 draws of one
+    assert (one.sum(axis=1) == 40).all() and len(np.unique(one)) > 2
+    # blocks are cut in time: a subset of scattered ids keeps its own blocks
+    sparse = np.concatenate([np.arange(k * 100, k * 100 + 3) for k in range(12)])
+    w = resample_weights(sparse, 20, rng, block=12)
+    assert (w[:, 0::3] == w[:, 1::3]).all() and (w[:, 0::3] == w[:, 2::3]).all()
+    # 30 successive samples make 3 blocks of 12: shortened to 3 samples, 10 blocks
+    w = resample_weights(np.arange(30), 200, rng, block=12)
+    assert (w.reshape(200, 10, 3) == w.reshape(200, 10, 3)[:, :, :1]).all()
+    assert not (w.reshape(200, 5, 6) == w.reshape(200, 5, 6)[:, :, :1]).all()
+    assert block_length(48, 4) == 12 and block_length(0, 4) == block_length(2, 4) == 1
+    with pytest.raises(ValueError, match="every_hours"):
+        block_length(48, 0)
+    # a difference that drifts slowly (12 successive samples alike): one sample at a time takes
+    # 240 samples for 240 independent ones; blocks of 12 see the 20 there are
+    drift = np.repeat(rng.normal(0.0, 1.0, 20), 12)
+    out = _outcomes({"a": list(drift), "b": [0.0] * 240}, ["low"] * 240)
+    iid = paired_difference(out, "a", "b", seed=1)
+    blocks = paired_difference(out, "a", "b", seed=1, block=12)
+    assert (blocks["high"] - blocks["low"]) > 2 * (iid["high"] - iid["low"])
+    assert blocks["diff"] == iid["diff"]

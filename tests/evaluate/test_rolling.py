@@ -53,14 +53,29 @@ def test_a_clearly_better_rl_policy_is_better_on_the_pooled_folds():
     assert "pg vs reactive" in rolling_markdown(table, "Lonestar6 A100")
 
 
-def test_equal_policies_are_within_noise_and_ten_samples_are_too_few():
-    noisy = _fold(40, 0, 0.0, 4)
-    pg = noisy["policy"] == "pg"
-    # pg is reactive plus zero-mean noise: no difference to find
-    noise = np.random.default_rng(5).normal(0.0, 0.5, pg.sum())
-    noisy.loc[pg, "cost"] = noisy.loc[pg, "cost"] + noise - noise.mean()
-    row = _cell(rolling_verdicts(pool({"f": noisy})), "pg vs reactive")
+def test_equal_policies_are_equivalent_noisy_ones_within_noise_and_ten_samples_too_few():
+    def with_noise(sd, seed):
+        noisy = _fold(40, 0, 0.0, 4)
+        pg = noisy["policy"] == "pg"
+        # pg is reactive plus zero-mean noise: no difference to find
+        noise = np.random.default_rng(seed).normal(0.0, sd, pg.sum())
+        noisy.loc[pg, "cost"] = noisy.loc[pg, "cost"] + noise - noise.mean()
+        return pool({"f": noisy})
+
+    # a little noise: the interval holds 0 and lies within the default +-0.25 h margin
+    quiet = with_noise(0.5, 5)
+    row = _cell(rolling_verdicts(quiet), "pg vs reactive")
+    assert row["verdict"] == "equivalent" and -0.25 < row["low"] < 0 < row["high"] < 0.25
+    assert np.isnan(row["n_to_decide"])
+    # without a margin the same interval is only within noise
+    row = _cell(rolling_verdicts(quiet, margin_h=0.0), "pg vs reactive")
     assert row["verdict"] == "within noise" and row["low"] < 0 < row["high"]
+    # much noise: within noise past the margin, with the samples it would take to decide
+    table = rolling_verdicts(with_noise(4.0, 5))
+    row = _cell(table, "pg vs reactive")
+    assert row["verdict"] == "within noise" and row["high"] - row["low"] > 0.5
+    assert row["n_to_decide"] > row["n"]
+    assert "samples to decide" in rolling_markdown(table)
     few = _cell(rolling_verdicts(pool({"f": _fold(10, 0, 2.0, 6)})), "pg vs reactive")
     assert (few["n"], few["verdict"]) == (10, "too few samples")
     claim = _cell(rolling_verdicts(pool({"f": _fold(10, 0, 2.0, 6)})), "pg: zero-interruption share")

@@ -38,8 +38,10 @@ import pandas as pd
 from mirage import options
 from mirage.errors import MirageError
 from mirage.evaluate.expected import check, read_evaluations, read_expected
-from mirage.evaluate.metrics import (ALL, BASELINES, LOAD_LEVELS, MIN_BOOTSTRAP_SAMPLES,
-                                     NOT_LEARNED, paired_difference, to_markdown, verdict)
+from mirage.evaluate.metrics import (ALL, BASELINES, BLOCK_HOURS, EQUIVALENCE_H, LOAD_LEVELS,
+                                     MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED, block_length,
+                                     paired_difference, resample_weights, resampled_means,
+                                     to_markdown, verdict)
 
 # the paper's numbers: (lower end, upper end, unit, text)
 PAPER_CLAIMS = {
@@ -77,28 +79,29 @@ def per_sample(out: pd.DataFrame, policy: str) -> pd.DataFrame:
                  reactive=("reactive", "first"), load_level=("load_level", "first")))
 
 
-def _statistic(claim: str, s: pd.DataFrame, idx: np.ndarray | None = None) -> np.ndarray:
-    """The claim's value on the samples ``s`` (and on each bootstrap resample of ``idx``)."""
+def _statistic(claim: str, s: pd.DataFrame, weights: np.ndarray | None = None) -> np.ndarray:
+    """The claim's value on the samples ``s`` (and on each bootstrap resample of ``weights``,
+    metrics.resample_weights)."""
+    if weights is None:
+        weights = np.ones((1, len(s)))
     if claim == "zero_interruption":
-        z = s["zero"].to_numpy(dtype=float)
-        return z.mean(keepdims=True) if idx is None else z[idx].mean(axis=1)
-    mine, ref = s["interrupted"].to_numpy(dtype=float), s["reactive"].to_numpy(dtype=float)
-    if idx is not None:
-        mine, ref = mine[idx], ref[idx]
-    m, r = np.atleast_2d(mine).mean(axis=1), np.atleast_2d(ref).mean(axis=1)
+        return resampled_means(s["zero"].to_numpy(dtype=float), weights)
+    m = resampled_means(s["interrupted"].to_numpy(dtype=float), weights)
+    r = resampled_means(s["reactive"].to_numpy(dtype=float), weights)
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(r > 0, 100.0 * (r - m) / r, np.nan)
 
 
-def cell_interval(s: pd.DataFrame, claim: str, seed) -> dict:
+def cell_interval(s: pd.DataFrame, claim: str, seed, block: int = 1) -> dict:
     """The claim's value on the samples ``s`` of one cell with its 95 % bootstrap percentile
     interval over samples (paired: a resample keeps each sample's policy and reactive outcome
-    together)."""
+    together; ``block`` > 1: whole blocks of that many successive sample starts,
+    metrics.resample_weights; ``s`` is indexed by sample_id, as per_sample gives it)."""
     value = float(_statistic(claim, s)[0])
     if np.isnan(value):
         return {"value": value, "low": np.nan, "high": np.nan, "n": len(s)}
-    idx = np.random.default_rng(seed).integers(0, len(s), size=(N_BOOT, len(s)))
-    boot = _statistic(claim, s, idx)
+    weights = resample_weights(s.index.to_numpy(), N_BOOT, np.random.default_rng(seed), block)
+    boot = _statistic(claim, s, weights)
     low, high = np.nanpercentile(boot, [2.5, 97.5])
     return {"value": value, "low": float(low), "high": float(high), "n": len(s)}
 
@@ -117,7 +120,8 @@ def _cell_text(level: str, iv: dict, unit: str) -> str:
             f"{_fmt(iv['high'], unit)}] n={iv['n']}")
 
 
-def _claim_row(setting: pd.DataFrame, claim: str, policy: str | None, seed) -> dict:
+def _claim_row(setting: pd.DataFrame, claim: str, policy: str | None, seed,
+               block: int = 1) -> dict:
     low_end, high_end, unit, _ = PAPER_CLAIMS[claim]
     row = {"paper": f"{_fmt(low_end, unit)} - {_fmt(high_end, unit)}", "policy": policy or "-",
            "cells": "-", "measured": "-", "measured_min": np.nan, "measured_max": np.nan}
@@ -140,7 +144,7 @@ def _claim_row(setting: pd.DataFrame, claim: str, policy: str | None, seed) -> d
     for lvl, s in cells.items():
         key = "/".join(map(str, (seed, claim, policy, lvl, *setting.iloc[0][
             ["cluster", "mode", "chain_nodes"]])))
-        ivs[lvl] = cell_interval(s, claim, [seed, zlib.crc32(key.encode())])
+        ivs[lvl] = cell_interval(s, claim, [seed, zlib.crc32(key.encode())], block)
     ivs = {lvl: iv for lvl, iv in ivs.items() if not np.isnan(iv["value"])}
     if not ivs:
         return row | {"verdict": NOT_APPLICABLE,
@@ -181,10 +185,11 @@ def _settings(out: pd.DataFrame):
 
 
 def paper_claims(out: pd.DataFrame, traces: dict[str, str] | None = None,
-                 seed: int = 0) -> pd.DataFrame:
+                 seed: int = 0, block: int = 1) -> pd.DataFrame:
     """The paper's headline claims per cluster, simulator mode and chain size, from the
     per-sample outcomes (outcomes.parquet) of one or more clusters (``traces``: cluster ->
-    what its trace is, e.g. "real" or "synthetic stand-in", for the table)."""
+    what its trace is, e.g. "real" or "synthetic stand-in", for the table); ``block``: the
+    bootstrap's blocks of successive samples (metrics.resample_weights)."""
     traces = traces or {}
     rows = []
     for (cluster, mode, nodes), setting in _settings(out):
@@ -197,16 +202,18 @@ def paper_claims(out: pd.DataFrame, traces: dict[str, str] | None = None,
                 rows.append({"claim": text, "cluster": cluster,
                              "trace": traces.get(cluster, "?"), "mode": mode,
                              "chain_nodes": int(nodes), "reading": reading,
-                             **_claim_row(setting, claim, policy, seed)})
+                             **_claim_row(setting, claim, policy, seed, block)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def learning_pays(out: pd.DataFrame, traces: dict[str, str] | None = None,
-                  seed: int = 0) -> pd.DataFrame:
+                  seed: int = 0, margin_h: float = EQUIVALENCE_H,
+                  block: int = 1) -> pd.DataFrame:
     """Per cluster, mode and chain size, on all validation samples: the best learned policy's
     mean cost minus the best baseline's, and REINFORCE's minus reactive's, each with its 95 %
     paired bootstrap interval (simultaneous over the candidates for the picked pair, as the
-    report's goal checks; metrics.paired_difference) and its verdict."""
+    report's goal checks; metrics.paired_difference) and its verdict (metrics.verdict, with
+    the equivalence margin ``margin_h``); ``block`` as paper_claims'."""
     traces = traces or {}
     rows = []
     for (cluster, mode, nodes), setting in _settings(out):
@@ -221,12 +228,12 @@ def learning_pays(out: pd.DataFrame, traces: dict[str, str] | None = None,
             if not a or not b:
                 continue
             d = paired_difference(setting, a, b, seed=[seed, zlib.crc32(
-                f"{cluster}/{mode}/{nodes}/{comparison}".encode())])
+                f"{cluster}/{mode}/{nodes}/{comparison}".encode())], block=block)
             rows.append({"cluster": cluster, "trace": traces.get(cluster, "?"), "mode": mode,
                          "chain_nodes": int(nodes), "n": d["n"], "comparison": comparison,
                          "policy": min(a, key=costs.get), "against": min(b, key=costs.get),
                          "cost_diff_h": d["diff"], "low": d["low"], "high": d["high"],
-                         "verdict": verdict(d)})
+                         "verdict": verdict(d, margin_h=margin_h)})
     return pd.DataFrame(rows, columns=LEARNING_COLUMNS)
 
 
@@ -252,7 +259,9 @@ def claims_markdown(claims: pd.DataFrame, expected: pd.DataFrame | None, run: st
                   "learned policy minus the best baseline's, and REINFORCE's minus reactive's, "
                   "on all validation samples of a setting, with the 95 % paired bootstrap "
                   "interval (simultaneous over the candidates, so picking the best of each on "
-                  "these samples is accounted for). Negative: the first is cheaper.", "",
+                  "these samples is accounted for). Negative: the first is cheaper. "
+                  "*equivalent*: the interval holds 0 and lies within the equivalence margin "
+                  "(`evaluation.equivalence_h`), so no difference worth acting on.", "",
                   to_markdown(learning), ""]
     lines += ["## Expected values", ""]
     if expected is None:
@@ -277,8 +286,9 @@ def _claims_cmd(args) -> None:
     table = read_evaluations(args.evaluation)
     traces = json.loads(args.traces)
     out = pd.concat([pd.read_parquet(p) for p in args.outcomes], ignore_index=True)
-    claims = paper_claims(out, traces, args.seed)
-    learning = learning_pays(out, traces, args.seed)
+    block = block_length(args.block_hours, args.every_hours)
+    claims = paper_claims(out, traces, args.seed, block)
+    learning = learning_pays(out, traces, args.seed, args.equivalence_h, block)
     exp_res, exp_path = None, None
     if args.expected and Path(args.expected).exists():
         exp_path = args.expected
@@ -309,6 +319,8 @@ def register(sub) -> None:
     p.add_argument("--traces", default="{}",
                    help='JSON: cluster -> what its trace is ("real", "synthetic stand-in")')
     options.add_seed(p, "seeds the bootstrap intervals")
+    options.add_equivalence(p, EQUIVALENCE_H)
+    options.add_blocks(p, BLOCK_HOURS)
     p.add_argument("--expected", help="results/expected/<run>.csv; absent file -> not checked")
     p.add_argument("--require-expected", action="store_true",
                    help="fail when the expected-values file does not exist")

@@ -219,8 +219,65 @@ def to_markdown(table: pd.DataFrame, digits: int = 2) -> str:
 MIN_BOOTSTRAP_SAMPLES = 30
 
 
+#: the default dependence horizon of successive samples (config ``evaluation.block_hours``):
+#: a job running at one sample's handover may hold its nodes for the wall limit, 48 h, so the
+#: queue two days on still remembers it
+BLOCK_HOURS = 48.0
+
+
+#: the fewest blocks a block bootstrap resamples (resample_weights shortens blocks below it)
+MIN_BLOCKS = 10
+
+
+def block_length(block_hours: float, every_hours: float) -> int:
+    """Samples per resampled block: the dependence horizon ``block_hours`` over the spacing of
+    sample starts ``every_hours`` (samples.every_hours), at least 1 (an ordinary bootstrap)."""
+    if every_hours <= 0 or block_hours < 0:
+        raise ValueError(f"block_hours {block_hours} / every_hours {every_hours}: need "
+                         "block_hours >= 0 and every_hours > 0")
+    return max(1, int(round(block_hours / every_hours)))
+
+
+def resample_weights(sample_ids, n_boot: int, rng: np.random.Generator,
+                     block: int = 1) -> np.ndarray:
+    """``n_boot`` bootstrap resamples of the samples ``sample_ids`` as weights (n_boot, n): how
+    often each sample is drawn. With ``block`` 1 the ordinary bootstrap (n draws of one
+    sample). Else a block bootstrap over time: ``sample_id // block`` puts the samples of
+    ``block`` successive starts in one block (sample ids number a chain size's samples in start
+    order, mirage.samples), and each resample draws as many blocks as there are, with
+    replacement, keeping every block whole. Successive samples share their queue (their starts
+    are hours apart, their handovers meet the same running jobs), so drawing them one by one
+    counts dependent samples as independent and gives intervals too narrow. Blocks are cut in
+    time, not in the order of the samples given, so a subset (one load level) keeps only the
+    dependence its samples really have. A resample of a handful of blocks says nothing (three
+    blocks give a few distinct resamples and an interval far too narrow), so where the samples
+    fall into fewer than MIN_BLOCKS blocks the blocks are shortened until they make MIN_BLOCKS
+    (or one per sample): such a cell's interval is still too narrow, if less so."""
+    ids = np.asarray(sample_ids)
+    n = len(ids)
+    block = int(block)
+    while block > 1 and len(np.unique(ids // block)) < min(MIN_BLOCKS, n):
+        block -= 1
+    if block <= 1:
+        idx = rng.integers(0, n, size=(n_boot, n))
+        weights = np.zeros((n_boot, n))
+        np.add.at(weights, (np.arange(n_boot)[:, None], idx), 1.0)
+        return weights
+    _, which = np.unique(ids // int(block), return_inverse=True)
+    n_blocks = int(which.max()) + 1
+    counts = rng.multinomial(n_blocks, np.full(n_blocks, 1.0 / n_blocks), size=n_boot)
+    return counts[:, which].astype(float)
+
+
+def resampled_means(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """The mean of ``values`` (n,) or of each column of ``values`` (n, k) in every resample of
+    ``weights`` (n_boot, n): (n_boot,) or (n_boot, k)."""
+    return (weights @ values) / weights.sum(axis=1).reshape(-1, *([1] * (values.ndim - 1)))
+
+
 def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
-                      seed: int | Sequence[int] = 0, level: float = 0.95) -> dict:
+                      seed: int | Sequence[int] = 0, level: float = 0.95,
+                      block: int = 1) -> dict:
     """Mean cost of the best of policies ``a`` minus the best of policies ``b`` on the same
     samples of ``out`` (one evaluation cell), with a paired bootstrap interval over samples.
 
@@ -231,7 +288,9 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
     difference (the bootstrap max-t), so that the picked pair is covered as often as the
     level says, whichever pair the samples favour. With one name each it is the ordinary
     studentised bootstrap interval. Paired: all policies are scored on the same resampled
-    samples, so the interval is for the difference itself.
+    samples, so the interval is for the difference itself. ``block`` > 1 resamples whole blocks
+    of that many successive sample starts (resample_weights), for samples whose outcomes
+    depend on their neighbours'.
 
     Returns {"diff", "low", "high", "n", "identical"}; ``identical``: the two picks give the
     same cost on every sample, to IDENTICAL_H (the interval then says nothing about noise; a
@@ -255,8 +314,7 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
     best_a, best_b = int(np.argmin(means[:na])), int(np.argmin(means[na:]))
     d = C[:, best_a] - C[:, na + best_b]
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(C), size=(n_boot, len(C)))
-    boot = np.stack([C[i].mean(axis=0) for i in idx])  # (n_boot, policies)
+    boot = resampled_means(C, resample_weights(wide.index.to_numpy(), n_boot, rng, block))
     # every (a, b) pair's difference, observed and resampled: (pairs,), (n_boot, pairs)
     obs = (means[:na, None] - means[None, na:]).ravel()
     rs = (boot[:, :na, None] - boot[:, None, na:]).reshape(n_boot, -1)
@@ -271,13 +329,44 @@ def paired_difference(out: pd.DataFrame, a, b, *, n_boot: int = 2000,
 
 #: two costs closer than this (hours) are the same outcome: floating-point rounding, not a choice
 IDENTICAL_H = 1e-9
+#: the default equivalence margin (config ``evaluation.equivalence_h``): a cost difference
+#: whose whole interval lies within +-this many hours per handover is too small to act on
+EQUIVALENCE_H = 0.25
+EQUIVALENT = "equivalent"
 
 
-def verdict(diff: dict, min_samples: int = MIN_BOOTSTRAP_SAMPLES) -> str:
+def verdict(diff: dict, min_samples: int = MIN_BOOTSTRAP_SAMPLES,
+            margin_h: float = 0.0) -> str:
     """What a paired_difference supports: "better" (the interval below zero), "worse" (above),
-    "within noise", "identical" (the same outcome on every sample), or "too few samples"."""
+    "equivalent" (it holds zero but lies wholly within +-``margin_h`` hours, so a difference
+    of a size worth acting on is ruled out: two one-sided tests, each at half the interval's
+    error rate),
+    "within noise" (it holds zero and reaches past the margin: more samples could decide),
+    "identical" (the same outcome on every sample), or "too few samples". ``margin_h`` 0:
+    no equivalence verdict."""
     if diff["identical"]:
         return "identical"
     if diff["n"] < min_samples:
         return "too few samples"
-    return "better" if diff["high"] < 0 else "worse" if diff["low"] > 0 else "within noise"
+    if diff["high"] < 0:
+        return "better"
+    if diff["low"] > 0:
+        return "worse"
+    if margin_h > 0 and -margin_h < diff["low"] and diff["high"] < margin_h:
+        return EQUIVALENT
+    return "within noise"
+
+
+def samples_to_decide(diff: dict, margin_h: float = 0.0) -> float:
+    """For an undecided (within noise) paired_difference: about how many samples would decide
+    it, were the per-sample spread and the mean difference what they are now (the interval's
+    half-width shrinks as 1 / sqrt(n)): enough to exclude zero, or to fit within the
+    equivalence margin, whichever comes first. inf where neither can (a mean difference of
+    exactly the margin)."""
+    half = (diff["high"] - diff["low"]) / 2
+    target = max(abs(diff["diff"]), margin_h - abs(diff["diff"]))
+    if half <= 0:
+        return float(diff["n"])
+    if target <= 0:
+        return float("inf")
+    return float(np.ceil(diff["n"] * (half / target) ** 2))

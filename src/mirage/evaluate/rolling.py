@@ -20,7 +20,9 @@ metrics over all validation samples), the tables ``mirage expected`` checks. The
 comparisons take the paired bootstrap interval of metrics.paired_difference (simultaneous over
 the candidates where the best of several is picked on these samples, as the report's), the
 claims the paired percentile interval of claims.cell_interval; both 95 %. A cell with fewer
-than MIN_BOOTSTRAP_SAMPLES samples gets no verdict ("too few samples").
+than MIN_BOOTSTRAP_SAMPLES samples gets no verdict ("too few samples"); a cost comparison
+whose interval holds zero is "equivalent" where it lies within the equivalence margin
+(metrics.verdict), and "within noise" otherwise, with the samples it would take to decide.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ from mirage import options
 from mirage.errors import MirageError
 from mirage.evaluate.claims import (NOT_APPLICABLE, PAPER_CLAIMS, TOO_FEW, cell_verdict,
                                     per_sample, cell_interval)
-from mirage.evaluate.metrics import (ALL, BASELINES, LOAD_LEVELS, MIN_BOOTSTRAP_SAMPLES,
-                                     NOT_LEARNED, evaluation_tables, paired_difference,
+from mirage.evaluate.metrics import (ALL, BASELINES, BLOCK_HOURS, EQUIVALENCE_H, LOAD_LEVELS,
+                                     MIN_BOOTSTRAP_SAMPLES, NOT_LEARNED, block_length,
+                                     evaluation_tables, paired_difference, samples_to_decide,
                                      to_markdown, verdict)
 from mirage.policies.catalogue import CATALOGUE
 
 COLUMNS = ["cluster", "mode", "chain_nodes", "load_level", "n", "folds", "comparison",
-           "policy", "against", "value", "low", "high", "unit", "verdict"]
+           "policy", "against", "value", "low", "high", "unit", "verdict", "n_to_decide"]
 BEST = "best learned vs best baseline"
 #: the short name of each paper claim in the table's ``comparison`` column
 CLAIM_NAMES = {"interruption_reduction": "interruption reduction",
@@ -77,12 +80,14 @@ def pooled_evaluation(out: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def _row(key: dict, comparison: str, policy: str, against: str, value: float, low: float,
-         high: float, unit: str, verdict_: str) -> dict:
+         high: float, unit: str, verdict_: str, n_to_decide: float = np.nan) -> dict:
     return {**key, "comparison": comparison, "policy": policy, "against": against,
-            "value": value, "low": low, "high": high, "unit": unit, "verdict": verdict_}
+            "value": value, "low": low, "high": high, "unit": unit, "verdict": verdict_,
+            "n_to_decide": n_to_decide}
 
 
-def _cost_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
+def _cost_rows(cell: pd.DataFrame, key: dict, seed: int, margin_h: float,
+               block: int) -> list[dict]:
     """The cost comparisons of one cell (best learned vs best baseline, every RL method vs
     reactive and vs the best non-RL learned policy)."""
     costs = cell.pivot_table(index="sample_id", columns="policy", values="cost").mean()
@@ -98,20 +103,22 @@ def _cost_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
         if not a or not b:
             continue
         tag = "/".join(map(str, [*key.values(), comparison]))
-        d = paired_difference(cell, a, b, seed=[seed, zlib.crc32(tag.encode())])
+        d = paired_difference(cell, a, b, seed=[seed, zlib.crc32(tag.encode())], block=block)
+        v = verdict(d, margin_h=margin_h)
         rows.append(_row(key, comparison, min(a, key=costs.get), min(b, key=costs.get),
-                         d["diff"], d["low"], d["high"], "h", verdict(d)))
+                         d["diff"], d["low"], d["high"], "h", v,
+                         samples_to_decide(d, margin_h) if v == "within noise" else np.nan))
     return rows
 
 
-def _claim_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
+def _claim_rows(cell: pd.DataFrame, key: dict, seed: int, block: int) -> list[dict]:
     """The paper's two claims for every RL method of one cell (claims.py's interval)."""
     rows = []
     for m in rl_methods(cell["policy"].unique()):
         samples = per_sample(cell, m)
         for claim, (low_end, _, unit, _) in PAPER_CLAIMS.items():
             tag = "/".join(map(str, [*key.values(), m, claim]))
-            iv = cell_interval(samples, claim, [seed, zlib.crc32(tag.encode())])
+            iv = cell_interval(samples, claim, [seed, zlib.crc32(tag.encode())], block)
             if np.isnan(iv["value"]):
                 v = NOT_APPLICABLE  # reactive never interrupted here: nothing to reduce
             elif iv["n"] < MIN_BOOTSTRAP_SAMPLES:
@@ -123,10 +130,14 @@ def _claim_rows(cell: pd.DataFrame, key: dict, seed: int) -> list[dict]:
     return rows
 
 
-def rolling_verdicts(out: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
+def rolling_verdicts(out: pd.DataFrame, seed: int = 0, margin_h: float = EQUIVALENCE_H,
+                     block: int = 1) -> pd.DataFrame:
     """The pooled verdicts (module docstring) of the folds' outcomes ``out`` (``pool``), one
     row per cluster, mode, chain size, load level and comparison; a load level without
-    samples is left out."""
+    samples is left out. A cost comparison within noise gets ``n_to_decide``: about how many
+    samples would decide it (metrics.samples_to_decide, with the equivalence margin
+    ``margin_h``). ``block``: the bootstrap's blocks of successive samples
+    (metrics.resample_weights)."""
     rows = []
     for (cluster, mode, nodes), setting in out.groupby(["cluster", "mode", "chain_nodes"],
                                                        sort=True):
@@ -137,7 +148,8 @@ def rolling_verdicts(out: pd.DataFrame, seed: int = 0) -> pd.DataFrame:
             key = {"cluster": cluster, "mode": mode, "chain_nodes": int(nodes),
                    "load_level": level, "n": int(cell["sample_id"].nunique()),
                    "folds": int(cell["fold"].nunique()) if "fold" in cell else 1}
-            rows += _cost_rows(cell, key, seed) + _claim_rows(cell, key, seed)
+            rows += (_cost_rows(cell, key, seed, margin_h, block)
+                     + _claim_rows(cell, key, seed, block))
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -147,11 +159,19 @@ def _cell_text(r) -> str:
     if np.isnan(r.value):
         return r.verdict
     pick = f"{r.policy} - {r.against}: " if r.comparison == BEST else ""
+    more = (f" (~{r.n_to_decide:,.0f} samples to decide)"
+            if r.verdict == "within noise" and np.isfinite(r.n_to_decide) else "")
     return (f"{pick}{scale * r.value:.{digits}f}{unit} [{scale * r.low:.{digits}f}, "
-            f"{scale * r.high:.{digits}f}] {r.verdict}")
+            f"{scale * r.high:.{digits}f}] {r.verdict}{more}")
 
 
-def rolling_markdown(table: pd.DataFrame, label: str = "") -> str:
+def _blocks_text(block_hours: float) -> str:
+    return (f" over blocks of {block_hours:g} h of successive samples (block bootstrap)"
+            if block_hours > 0 else "")
+
+
+def rolling_markdown(table: pd.DataFrame, label: str = "", margin_h: float = EQUIVALENCE_H,
+                     block_hours: float = 0.0) -> str:
     """rolling.md: per simulator mode, one table of the cost comparisons and one of the
     paper's claims, a row per chain size and load level, a column per comparison."""
     decided = table[table["n"] >= MIN_BOOTSTRAP_SAMPLES]
@@ -160,9 +180,12 @@ def rolling_markdown(table: pd.DataFrame, label: str = "") -> str:
              f"Every fold trains on the samples before its validation window; the folds' "
              f"validation samples pooled. Cost: interruption + c_O x overlap, hours per "
              f"handover; a difference < 0 means the first is cheaper. 95 % paired bootstrap "
-             f"intervals (simultaneous over the candidates where the best of several is "
-             f"picked); a verdict only in cells of >= {MIN_BOOTSTRAP_SAMPLES} samples. Claims: "
-             "the measured value [interval] against the paper's lower end.", "",
+             f"intervals{_blocks_text(block_hours)} (simultaneous over the candidates where the "
+             f"best of several is picked); a verdict only in cells of >= {MIN_BOOTSTRAP_SAMPLES} samples: better / "
+             f"worse where the interval excludes 0, equivalent where it lies within "
+             f"+-{margin_h:g} h, within noise otherwise (with about how many samples of the same "
+             "spread would decide it). Claims: the measured value [interval] against the "
+             "paper's lower end.", "",
              f"Verdicts in cells of >= {MIN_BOOTSTRAP_SAMPLES} samples: "
              + ", ".join(f"{v} {c}" for v, c in counts.items()), ""]
     for mode, part in table.groupby("mode", sort=False):
@@ -189,10 +212,11 @@ def _rolling_cmd(args) -> None:
         if not Path(path).exists():
             raise MirageError(f"{path}: no outcomes; fix: run `mirage evaluate` on that fold")
     out = pool({name: pd.read_parquet(path) for name, path in args.fold})
-    table = rolling_verdicts(out, args.seed)
+    block = block_length(args.block_hours, args.every_hours)
+    table = rolling_verdicts(out, args.seed, args.equivalence_h, block)
     Path(args.table).parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(args.table, index=False)
-    text = rolling_markdown(table, args.label)
+    text = rolling_markdown(table, args.label, args.equivalence_h, args.block_hours)
     Path(args.out).write_text(text)
     if args.evaluation:
         evaluation, spread = pooled_evaluation(out)
@@ -210,6 +234,8 @@ def register(sub) -> None:
                    help="a fold's name and its outcomes.parquet (mirage evaluate); repeatable")
     p.add_argument("--label", default="", help="the cluster's label, the heading of rolling.md")
     options.add_seed(p, "seeds the bootstrap intervals")
+    options.add_equivalence(p, EQUIVALENCE_H)
+    options.add_blocks(p, BLOCK_HOURS)
     p.add_argument("--table", required=True, help="rolling.csv")
     p.add_argument("--out", required=True, help="rolling.md")
     p.add_argument("--evaluation", help="also the pooled folds' evaluation.csv (seeds.csv beside "
