@@ -259,6 +259,11 @@ def input_flags(wildcards, input):
     )
 
 
+def evaluation_flags(wildcards, input):
+    """The inputs' options and the bootstrap's blocks of the headline's intervals."""
+    return f"{input_flags(wildcards, input)} {RUN_PARAMS['blocks']}"
+
+
 def cluster_table(name, label):
     """A cluster's table `<name>.csv` in the report's Tables, captioned by report/<name>_table.rst."""
     return report(

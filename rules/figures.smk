@@ -25,7 +25,7 @@ FIGURES = {
             "lead_sweep": f"{R}/{{cluster}}/lead_sweep.csv",
             "seeds": f"{R}/{{cluster}}/seeds.csv",
         },
-        input_flags,
+        evaluation_flags,
     ),
     "training": (
         "Training",

@@ -165,3 +165,17 @@ def test_the_block_bootstrap_draws_whole_blocks_of_time_and_widens_dependent_int
     blocks = paired_difference(out, "a", "b", seed=1, block=12)
     assert (blocks["high"] - blocks["low"]) > 2 * (iid["high"] - iid["low"])
     assert blocks["diff"] == iid["diff"]
+
+
+def test_the_headline_intervals_take_the_same_blocks():
+    from mirage.evaluate.headline import means_with_intervals
+
+    # interruption that drifts slowly: 12 successive samples alike
+    rng = np.random.default_rng(3)
+    drift = np.abs(np.repeat(rng.normal(1.0, 1.0, 20), 12))
+    out = _outcomes({"a": list(drift)}, ["low"] * 240)
+    iid = means_with_intervals(out, seed=1).iloc[0]
+    blocks = means_with_intervals(out, seed=1, block=12).iloc[0]
+    assert blocks["interruption_h"] == iid["interruption_h"]
+    width = lambda r: r["interruption_h_high"] - r["interruption_h_low"]  # noqa: E731
+    assert width(blocks) > 2 * width(iid)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from mirage import options
 from mirage.errors import MirageError
 
 
@@ -53,16 +54,16 @@ def write_all(items, out_dir) -> list[Path]:
     return written
 
 
-def evaluation_figures(outcomes, table, sweep=None, label: str = "", seeds=None):
+def evaluation_figures(outcomes, table, sweep=None, label: str = "", seeds=None, block: int = 1):
     """Every evaluation figure of mirage.figures.evaluation.evaluation_figures, with the frames
     the evaluation computes from ``outcomes`` (outcomes.parquet) and ``table``
-    (evaluation.csv)."""
+    (evaluation.csv); ``block``: the headline's bootstrap blocks (headline_points)."""
     from mirage.evaluate.headline import headline_points
     from mirage.evaluate.metrics import BASELINES, level_tradeoff
     from mirage.figures import evaluation
 
     return evaluation.evaluation_figures(
-        outcomes, table, headline=headline_points(outcomes),
+        outcomes, table, headline=headline_points(outcomes, block=block),
         tradeoff=level_tradeoff(table, BASELINES), baselines=BASELINES, sweep=sweep,
         label=label, seeds=seeds)
 
@@ -72,8 +73,11 @@ def _evaluation(args) -> None:
     table = _read(args.evaluation, "evaluation table of mirage evaluate")
     sweep = _read(args.lead_sweep, "lead-sweep table of mirage evaluate") if args.lead_sweep else None
     seeds = _read(args.seeds, "training-seed table of mirage evaluate") if args.seeds else None
-    write_all(evaluation_figures(outcomes, table, sweep, label=args.label, seeds=seeds),
-              args.out_dir)
+    from mirage.evaluate.metrics import block_length
+
+    block = block_length(args.block_hours, args.every_hours)
+    write_all(evaluation_figures(outcomes, table, sweep, label=args.label, seeds=seeds,
+                                 block=block), args.out_dir)
 
 
 def _fidelity(args) -> None:
@@ -134,6 +138,9 @@ def register(sub) -> None:
     p.add_argument("--evaluation", required=True, help="evaluation.csv of mirage evaluate")
     p.add_argument("--lead-sweep", help="lead_sweep.csv of mirage evaluate")
     p.add_argument("--seeds", help="seeds.csv of mirage evaluate (spread over training seeds)")
+    from mirage.evaluate.metrics import BLOCK_HOURS
+
+    options.add_blocks(p, BLOCK_HOURS)
 
     p = command("fidelity", "simulated vs real waits: daily means and leave-one-out", _fidelity)
     p.add_argument("--report", required=True, help="fidelity.json of mirage sim fidelity")
