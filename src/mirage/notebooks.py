@@ -7,7 +7,9 @@ Every notebook takes the papermill parameters of ``PARAMETERS`` (its first code 
 ``clusters``, comma-separated cluster keys, ``labels``, a JSON object mapping a cluster key to
 the label that names it in headings, tables and figures (the config's ``clusters.<key>.label``;
 default ``{}``: a cluster it lacks is named by its key), and for ``report`` the ``seed`` of its
-bootstrap intervals. A file a cluster lacks is named in the output, never an error.
+bootstrap intervals, their equivalence margin ``equivalence_h`` and their blocks
+(``block_hours``, ``every_hours``: the config's ``evaluation`` and ``samples.every_hours``). A
+file a cluster lacks is named in the output, never an error.
 
 The kernel is ipykernel in the interpreter running this module, whatever kernelspecs the
 Jupyter paths hold, so ``/path/to/venv/bin/python -m mirage notebook run ...`` executes in that
@@ -28,7 +30,8 @@ from mirage.errors import MirageError
 #: The documented parameters of each notebook in ``notebooks/`` (tests/workflow/test_notebooks.py
 #: checks every notebook's ``parameters`` cell against this).
 PARAMETERS: dict[str, tuple[str, ...]] = {
-    "report": ("results", "clusters", "labels", "seed"),
+    "report": ("results", "clusters", "labels", "seed", "equivalence_h", "block_hours",
+               "every_hours"),
     "traces": ("results", "clusters", "labels"),
     "models": ("results", "clusters", "labels"),
     "provisioning": ("results", "clusters", "labels"),
