@@ -261,7 +261,7 @@ def input_flags(wildcards, input):
 
 def evaluation_flags(wildcards, input):
     """The inputs' options and the bootstrap's blocks of the headline's intervals."""
-    return f"{input_flags(wildcards, input)} {RUN_PARAMS['blocks']}"
+    return f"{input_flags(wildcards, input)} {BLOCK_FLAGS}"
 
 
 def cluster_table(name, label):
@@ -321,13 +321,14 @@ RUN_PARAMS = {
     "results": parent("evaluations", up=1),
     "labels": json.dumps({c: config["clusters"][c]["label"] for c in CLUSTERS}),
     "seed": config["seed"],
-    "equivalence_h": config["evaluation"]["equivalence_h"],
-    # the bootstrap's runs of successive samples (--block-hours, --every-hours)
-    "blocks": (
-        f"--block-hours {config['evaluation']['block_hours']}"
-        f" --every-hours {config['samples']['every_hours']}"
-    ),
 }
+#: the bootstrap's blocks of successive samples, for every command with intervals
+BLOCK_FLAGS = (
+    f"--block-hours {config['evaluation']['block_hours']}"
+    f" --every-hours {config['samples']['every_hours']}"
+)
+#: and the verdicts' equivalence margin, for every command with verdicts
+VERDICT_FLAGS = f"--equivalence-h {config['evaluation']['equivalence_h']} {BLOCK_FLAGS}"
 
 
 #: a cluster's train / validation split of its clean trace (rule split_trace)

@@ -54,11 +54,12 @@ rule report:
     params:
         **RUN_PARAMS,
         clusters=" ".join(CLUSTERS),
+        verdicts=VERDICT_FLAGS,
         code=code("mirage.report"),
     shell:
         "python -m mirage report --results {params.results} --clusters {params.clusters}"
         " --labels '{params.labels}' --seed {params.seed}"
-        " --equivalence-h {params.equivalence_h} {params.blocks} --out {output.markdown}"
+        " {params.verdicts} --out {output.markdown}"
         " > {log} 2>&1"
 
 
@@ -88,6 +89,7 @@ rule notebook:
     params:
         **RUN_PARAMS,
         clusters=",".join(CLUSTERS),
+        equivalence_h=config["evaluation"]["equivalence_h"],
         block_hours=config["evaluation"]["block_hours"],
         every_hours=config["samples"]["every_hours"],
         notebook=lambda w: str(NOTEBOOKS / f"{w.notebook}.ipynb"),
@@ -131,15 +133,14 @@ rule check_claims:
         run=RUN,
         traces=json.dumps({c: trace_kind(c) for c in CLUSTERS}),
         seed=config["seed"],
-        equivalence_h=config["evaluation"]["equivalence_h"],
-        blocks=RUN_PARAMS["blocks"],
+        verdicts=VERDICT_FLAGS,
         expected=EXPECTED,
         code=code("mirage.evaluate.claims"),
     shell:
         # the verdict on the console as well as in the log: a failure shows what is off
         "python -m mirage claims {input.evaluations} --outcomes {input.outcomes}"
         " --run {params.run} --traces '{params.traces}' --seed {params.seed}"
-        " --equivalence-h {params.equivalence_h} {params.blocks}"
+        " {params.verdicts}"
         " --expected {params.expected} --out {output.claims} --table {output.table}"
         " --learning {output.learning}"
         " 2>&1 | tee {log}"

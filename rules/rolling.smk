@@ -69,12 +69,11 @@ rule rolling:
         ),
         label=lambda w: cluster_cfg(w)["label"],
         seed=config["seed"],
-        equivalence_h=config["evaluation"]["equivalence_h"],
-        blocks=RUN_PARAMS["blocks"],
+        verdicts=VERDICT_FLAGS,
         code=code("mirage.evaluate.rolling"),
     shell:
         "python -m mirage rolling {params.folds} --label '{params.label}'"
-        " --seed {params.seed} --equivalence-h {params.equivalence_h} {params.blocks}"
+        " --seed {params.seed} {params.verdicts}"
         " --table {output.table} --out {output.markdown}"
         " --evaluation {output.evaluation} > {log} 2>&1"
 

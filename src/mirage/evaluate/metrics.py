@@ -263,7 +263,7 @@ def resample_weights(sample_ids, n_boot: int, rng: np.random.Generator,
         weights = np.zeros((n_boot, n))
         np.add.at(weights, (np.arange(n_boot)[:, None], idx), 1.0)
         return weights
-    _, which = np.unique(ids // int(block), return_inverse=True)
+    _, which = np.unique(ids // block, return_inverse=True)
     n_blocks = int(which.max()) + 1
     counts = rng.multinomial(n_blocks, np.full(n_blocks, 1.0 / n_blocks), size=n_boot)
     return counts[:, which].astype(float)
